@@ -1,0 +1,160 @@
+//! A bundle on disk: file names as operator-sdk gives them, the atomic swap of a whole bundle
+//! directory, and the drift check that compares a generated bundle with a committed one.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::manifest::Object;
+
+/// `manifests/` file name of an object, without the `dup<N>_` prefix for repeats.
+pub(crate) fn file_name(o: &Object, package: &str) -> String {
+    match o.kind() {
+        "ClusterServiceVersion" => format!("{}.clusterserviceversion.yaml", package.to_lowercase()),
+        "CustomResourceDefinition" => {
+            let v = o.value();
+            let group = v["spec"]["group"].as_str().unwrap_or_default();
+            let plural = v["spec"]["names"]["plural"].as_str().unwrap_or_default();
+            if group.is_empty() || plural.is_empty() {
+                format!("{}.yaml", o.name())
+            } else {
+                format!("{group}_{plural}.yaml")
+            }
+        }
+        kind => {
+            let kind = kind.to_lowercase();
+            if o.group().is_empty() {
+                format!("{}_{}_{kind}.yaml", o.name(), o.version())
+            } else {
+                format!("{}_{}_{}_{kind}.yaml", o.name(), o.group(), o.version())
+            }
+        }
+    }
+}
+
+/// Object names become file names; refuse the ones that would escape `manifests/`.
+pub(crate) fn check_name(o: &Object) -> Result<()> {
+    let n = o.name();
+    if n.is_empty() {
+        return Err(o.error("/metadata", "has no metadata.name"));
+    }
+    if n.contains('/') || n.contains('\\') || n.contains('\0') || n.starts_with('.') {
+        return Err(o.error(
+            "/metadata/name",
+            format!("name `{n}` is not a valid Kubernetes object name"),
+        ));
+    }
+    Ok(())
+}
+
+/// Files of a generated bundle, keyed by path relative to the bundle directory.
+pub type Files = BTreeMap<String, Vec<u8>>;
+
+/// Writes `files` as the whole content of `dir`: into a temporary sibling directory first,
+/// which then replaces `dir` by rename. If anything fails, `dir` is left as it was. Files in
+/// `dir` that the new bundle lacks (renamed or removed objects) are gone afterwards.
+pub fn write_atomic(files: &Files, dir: &Path) -> Result<()> {
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).map_err(|e| Error::io(&parent, e))?;
+    let base = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "bundle".into());
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{base}.new-"))
+        .tempdir_in(&parent)
+        .map_err(|e| Error::io(&parent, e))?;
+    for (rel, bytes) in files {
+        let path = tmp.path().join(rel);
+        if let Some(p) = path.parent() {
+            std::fs::create_dir_all(p).map_err(|e| Error::io(dir.join(rel), e))?;
+        }
+        std::fs::write(&path, bytes).map_err(|e| Error::io(dir.join(rel), e))?;
+    }
+    if dir.exists() {
+        let old = tempfile::Builder::new()
+            .prefix(&format!(".{base}.old-"))
+            .tempdir_in(&parent)
+            .map_err(|e| Error::io(&parent, e))?;
+        let old_path = old.path().join("b");
+        std::fs::rename(dir, &old_path).map_err(|e| Error::io(dir, e))?;
+        if let Err(e) = std::fs::rename(tmp.path(), dir) {
+            // Put the old bundle back before reporting.
+            let _ = std::fs::rename(&old_path, dir);
+            return Err(Error::io(dir, e));
+        }
+        // `old` is removed with the previous bundle in it when dropped.
+        drop(old);
+    } else {
+        std::fs::rename(tmp.path(), dir).map_err(|e| Error::io(dir, e))?;
+    }
+    // The temporary directory was renamed away; keep tempfile from deleting the new bundle.
+    let _ = tmp.keep();
+    Ok(())
+}
+
+/// How a directory on disk differs from a generated bundle.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Drift {
+    /// Files whose content differs, with a unified diff (committed → generated).
+    pub changed: Vec<(String, String)>,
+    /// Files the generated bundle has and the directory lacks.
+    pub missing: Vec<String>,
+    /// Files in the directory the generated bundle does not have (stale).
+    pub stale: Vec<String>,
+}
+
+impl Drift {
+    /// No difference at all.
+    pub fn is_clean(&self) -> bool {
+        self.changed.is_empty() && self.missing.is_empty() && self.stale.is_empty()
+    }
+}
+
+fn list_files(root: &Path, dir: &Path, out: &mut BTreeSet<String>) -> Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let path = entry.path();
+        if entry.file_type().map_err(|e| Error::io(&path, e))?.is_dir() {
+            list_files(root, &path, out)?;
+        } else if let Ok(rel) = path.strip_prefix(root) {
+            out.insert(rel.to_string_lossy().replace('\\', "/"));
+        }
+    }
+    Ok(())
+}
+
+/// Compares `files` with what `dir` holds.
+pub fn drift(files: &Files, dir: &Path) -> Result<Drift> {
+    let mut on_disk = BTreeSet::new();
+    list_files(dir, dir, &mut on_disk)?;
+    let mut d = Drift::default();
+    for (rel, bytes) in files {
+        if !on_disk.remove(rel) {
+            d.missing.push(rel.clone());
+            continue;
+        }
+        let path = dir.join(rel);
+        let current = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        if &current != bytes {
+            let old = String::from_utf8_lossy(&current);
+            let new = String::from_utf8_lossy(bytes);
+            let diff = similar::TextDiff::from_lines(old.as_ref(), new.as_ref())
+                .unified_diff()
+                .context_radius(3)
+                .header(&format!("a/{rel}"), &format!("b/{rel}"))
+                .to_string();
+            d.changed.push((rel.clone(), diff));
+        }
+    }
+    d.stale = on_disk.into_iter().collect();
+    Ok(d)
+}

@@ -1,0 +1,329 @@
+//! The project config, `opship.yaml`: what a release of this operator is made of. Typed and
+//! strict: an unknown key is an error with its line, because a misspelt key silently ignored
+//! is a release that quietly does the wrong thing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::yaml::{self, Origin};
+
+/// File name looked up when no `--config` is given.
+pub const DEFAULT_FILE: &str = "opship.yaml";
+
+/// `opship.yaml`, as written by the user.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Config {
+    /// OLM package name (a DNS-1123 label).
+    pub package: String,
+    /// Channels a new bundle is published to (default: `stable`).
+    #[serde(default)]
+    pub channels: Vec<String>,
+    /// Default channel of the package.
+    #[serde(default)]
+    pub default_channel: Option<String>,
+    /// The operator's own image.
+    #[serde(default)]
+    pub operator: Option<OperatorImage>,
+    /// Kubernetes manifests of the operator: a kustomize-built stream (file) or a directory.
+    #[serde(default)]
+    pub manifests: Option<PathBuf>,
+    /// The base ClusterServiceVersion (descriptions, icon, install modes, ...).
+    #[serde(default)]
+    pub csv_base: Option<PathBuf>,
+    /// Where bundles are written; `{version}` is replaced (default `bundle/{version}`).
+    #[serde(default)]
+    pub bundle_dir: Option<String>,
+    /// Image repositories that releases are pushed to.
+    #[serde(default)]
+    pub images: Images,
+    /// Extra labels for `metadata/annotations.yaml` and the bundle image
+    /// (e.g. `com.redhat.openshift.versions`).
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Service accounts whose RBAC is folded into the CSV besides the deployments' own.
+    #[serde(default)]
+    pub extra_service_accounts: Vec<String>,
+    /// Kinds dropped from the input instead of being an error (default: `Namespace`).
+    #[serde(default)]
+    pub exclude_kinds: Option<Vec<String>>,
+    /// Released versions and how each one upgrades from the earlier ones.
+    #[serde(default)]
+    pub releases: Vec<Release>,
+    /// Helm chart settings.
+    #[serde(default)]
+    pub chart: Option<ChartConfig>,
+    /// Per-environment overrides (Helm values files, overlays).
+    #[serde(default)]
+    pub environments: BTreeMap<String, Environment>,
+}
+
+/// The operator image and how manifests refer to it before release.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct OperatorImage {
+    /// Repository, e.g. `quay.io/example/memcached-operator`.
+    pub image: String,
+    /// Tag; `{version}` is replaced (default `v{version}`).
+    #[serde(default)]
+    pub tag: Option<String>,
+    /// Image name used in the manifests and replaced at generation (default `controller`,
+    /// kubebuilder's placeholder).
+    #[serde(default)]
+    pub placeholder: Option<String>,
+}
+
+impl OperatorImage {
+    /// The full reference of the operator image for `version`.
+    pub fn reference(&self, version: &str) -> String {
+        let tag = self.tag.as_deref().unwrap_or("v{version}");
+        format!("{}:{}", self.image, tag.replace("{version}", version))
+    }
+
+    /// The placeholder image name in the manifests.
+    pub fn placeholder(&self) -> &str {
+        self.placeholder.as_deref().unwrap_or("controller")
+    }
+}
+
+/// Image repositories for released artefacts.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Images {
+    /// Bundle image repository.
+    #[serde(default)]
+    pub bundle: Option<String>,
+    /// Catalog (index) image repository.
+    #[serde(default)]
+    pub catalog: Option<String>,
+}
+
+/// One released version.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Release {
+    /// Semantic version, without a leading `v`.
+    pub version: String,
+    /// The version (or CSV name) this one replaces.
+    #[serde(default)]
+    pub replaces: Option<String>,
+    /// Versions (or CSV names) this one skips.
+    #[serde(default)]
+    pub skips: Vec<String>,
+    /// `olm.skipRange`, e.g. `>=0.1.0 <0.3.0`.
+    #[serde(default)]
+    pub skip_range: Option<String>,
+    /// Channels, when they differ from the project's.
+    #[serde(default)]
+    pub channels: Option<Vec<String>>,
+    /// `createdAt` annotation, when the release should carry one.
+    #[serde(default)]
+    pub created_at: Option<String>,
+}
+
+/// Helm chart settings.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ChartConfig {
+    /// Chart name (default: the package name).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Where CRDs go: `templates` (behind `crd.enabled`) or `crds`.
+    #[serde(default)]
+    pub crds: Option<String>,
+    /// Output directory (default `dist/charts`).
+    #[serde(default)]
+    pub output: Option<PathBuf>,
+}
+
+/// Overrides for one deployment environment.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Environment {
+    /// Operator image tag.
+    #[serde(default)]
+    pub tag: Option<String>,
+    /// Replicas of the manager deployment.
+    #[serde(default)]
+    pub replicas: Option<u32>,
+    /// Container resources (requests/limits), as in a pod spec.
+    #[serde(default)]
+    pub resources: Option<serde_json::Value>,
+}
+
+/// A config file read from disk, with the directory its relative paths are resolved against.
+#[derive(Debug, Clone)]
+pub struct Project {
+    /// The parsed config.
+    pub config: Config,
+    /// The config file.
+    pub path: PathBuf,
+    /// Its directory.
+    pub root: PathBuf,
+}
+
+impl Project {
+    /// Reads and checks `opship.yaml`.
+    pub fn load(path: &Path) -> Result<Project> {
+        let text = yaml::read_text(path)?;
+        let config: Config = yaml::parse_typed(&text, path)?;
+        if config.package.is_empty() {
+            return Err(Error::invalid(
+                Origin::file(path),
+                "`package` must name the OLM package",
+            ));
+        }
+        if !is_dns1123_label(&config.package) {
+            return Err(Error::invalid(
+                Origin::file(path),
+                format!(
+                    "`package: {}` is not a DNS-1123 label (lower-case letters, digits and '-', at most 63)",
+                    config.package
+                ),
+            ));
+        }
+        let root = path
+            .parent()
+            .map(Path::to_path_buf)
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(|| PathBuf::from("."));
+        Ok(Project {
+            config,
+            path: path.to_path_buf(),
+            root,
+        })
+    }
+
+    /// Resolves a path written in the config against the config's directory.
+    pub fn resolve(&self, p: &Path) -> PathBuf {
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.root.join(p)
+        }
+    }
+
+    /// The bundle directory for `version`.
+    pub fn bundle_dir(&self, version: &str) -> PathBuf {
+        let pattern = self
+            .config
+            .bundle_dir
+            .as_deref()
+            .unwrap_or("bundle/{version}");
+        self.resolve(Path::new(&pattern.replace("{version}", version)))
+    }
+
+    /// The release entry for `version`, if the config lists one.
+    pub fn release(&self, version: &str) -> Option<&Release> {
+        self.config.releases.iter().find(|r| r.version == version)
+    }
+}
+
+/// Kubernetes' DNS-1123 label rule.
+pub fn is_dns1123_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// The commented starter config written by `opship init`.
+pub fn starter(package: &str) -> String {
+    format!(
+        r#"# opship project config. Paths are relative to this file.
+# Docs: https://github.com/opship/opship/blob/main/docs/config.md
+
+# OLM package name (DNS-1123 label).
+package: {package}
+
+# Channels new bundles go to, and the package's default channel.
+channels: [stable]
+defaultChannel: stable
+
+# The operator image. Containers whose image is the placeholder (kubebuilder's `controller`)
+# get `<image>:<tag>` at generation; `{{version}}` in the tag is the release version.
+operator:
+  image: quay.io/example/{package}
+  tag: v{{version}}
+  placeholder: controller
+
+# The operator's manifests: `kustomize build config/default` saved to a file, or a directory.
+manifests: config/rendered.yaml
+# The base ClusterServiceVersion: descriptions, icon, maintainers, install modes.
+csvBase: config/manifests/bases/{package}.clusterserviceversion.yaml
+# Where bundles are written.
+bundleDir: bundle/{{version}}
+
+# Where released images go. Leave empty to use the local OCI layout under dist/.
+images:
+  bundle: quay.io/example/{package}-bundle
+  catalog: quay.io/example/{package}-catalog
+
+# Extra labels for metadata/annotations.yaml and the bundle image.
+labels: {{}}
+#  com.redhat.openshift.versions: v4.14-v4.18
+
+# Service accounts whose (Cluster)Role bindings are folded into the CSV, besides those the
+# deployments run as.
+extraServiceAccounts: []
+
+# Kinds in the manifests that are dropped rather than refused (OLM creates the namespace).
+excludeKinds: [Namespace]
+
+# Released versions, oldest first, and how each upgrades from earlier ones.
+releases:
+  - version: 0.1.0
+#  - version: 0.2.0
+#    replaces: 0.1.0
+#    skipRange: ">=0.1.0 <0.2.0"
+
+# Helm chart settings.
+chart:
+  name: {package}
+  crds: templates
+
+# Per-environment Helm values.
+environments: {{}}
+#  prod:
+#    replicas: 2
+"#
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starter_config_parses() {
+        let text = starter("demo-operator");
+        let c: Config = yaml::parse_typed(&text, Path::new("opship.yaml")).unwrap();
+        assert_eq!(c.package, "demo-operator");
+        assert_eq!(c.operator.unwrap().reference("1.2.3"), "quay.io/example/demo-operator:v1.2.3");
+        assert_eq!(c.releases.len(), 1);
+    }
+
+    #[test]
+    fn unknown_key_names_line() {
+        let text = "package: demo\nchannels: [stable]\ndefaultChanel: stable\n";
+        let err = yaml::parse_typed::<Config>(text, Path::new("opship.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("opship.yaml:3:"), "{err}");
+        assert!(err.contains("defaultChanel"), "{err}");
+    }
+
+    #[test]
+    fn dns_label() {
+        assert!(is_dns1123_label("memcached-operator"));
+        assert!(!is_dns1123_label("Memcached"));
+        assert!(!is_dns1123_label("-x"));
+        assert!(!is_dns1123_label(&"a".repeat(64)));
+    }
+}

@@ -1,0 +1,12 @@
+//! opship-core: the synchronous, offline half of opship. YAML with positions, the project
+//! config, the Kubernetes manifest model and OLM registry+v1 bundle generation. Nothing here
+//! touches the network, so all of it is tested without servers.
+
+pub mod bundle;
+pub mod config;
+pub mod error;
+pub mod fsutil;
+pub mod manifest;
+pub mod yaml;
+
+pub use error::{Error, Result};

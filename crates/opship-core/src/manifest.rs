@@ -1,0 +1,260 @@
+//! Kubernetes objects as opship reads them: a YAML document that has `apiVersion`, `kind` and
+//! `metadata.name`, plus where it came from. Loading from a kustomize stream, a file, stdin or a
+//! directory tree all end here.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::yaml::{self, Document, Origin};
+
+/// One Kubernetes object and its source.
+#[derive(Debug, Clone)]
+pub struct Object {
+    /// The document; `doc.value` is always a mapping with string `apiVersion` and `kind`.
+    pub doc: Document,
+}
+
+impl Object {
+    /// Checks that a document is a Kubernetes object.
+    pub fn from_document(doc: Document) -> Result<Object> {
+        let Value::Object(map) = &doc.value else {
+            return Err(Error::invalid(
+                doc.origin(""),
+                "expected a Kubernetes object (a mapping with apiVersion and kind)",
+            ));
+        };
+        for field in ["apiVersion", "kind"] {
+            match map.get(field) {
+                Some(Value::String(s)) if !s.is_empty() => {}
+                Some(_) => {
+                    return Err(Error::invalid(
+                        doc.origin(&format!("/{field}")),
+                        format!("`{field}` must be a non-empty string"),
+                    ));
+                }
+                None => {
+                    return Err(Error::invalid(
+                        doc.origin(""),
+                        format!("object has no `{field}`"),
+                    ));
+                }
+            }
+        }
+        Ok(Object { doc })
+    }
+
+    /// Wraps generated content.
+    pub fn generated(value: Value, file: &Path) -> Object {
+        Object {
+            doc: Document::detached(value, file),
+        }
+    }
+
+    /// The content.
+    pub fn value(&self) -> &Value {
+        &self.doc.value
+    }
+
+    /// The content, mutable.
+    pub fn value_mut(&mut self) -> &mut Value {
+        &mut self.doc.value
+    }
+
+    /// `apiVersion`.
+    pub fn api_version(&self) -> &str {
+        self.doc.value["apiVersion"].as_str().unwrap_or_default()
+    }
+
+    /// `kind`.
+    pub fn kind(&self) -> &str {
+        self.doc.value["kind"].as_str().unwrap_or_default()
+    }
+
+    /// API group (empty for the core group).
+    pub fn group(&self) -> &str {
+        split_api_version(self.api_version()).0
+    }
+
+    /// API version without the group.
+    pub fn version(&self) -> &str {
+        split_api_version(self.api_version()).1
+    }
+
+    /// `metadata.name` (empty when absent).
+    pub fn name(&self) -> &str {
+        self.doc.value["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+    }
+
+    /// `metadata.namespace`.
+    pub fn namespace(&self) -> Option<&str> {
+        self.doc.value["metadata"]["namespace"].as_str()
+    }
+
+    /// Where the object starts.
+    pub fn origin(&self) -> Origin {
+        self.doc.origin("")
+    }
+
+    /// Where the node at a JSON pointer inside the object starts.
+    pub fn origin_of(&self, pointer: &str) -> Origin {
+        self.doc.origin(pointer)
+    }
+
+    /// `Kind name`, as messages name an object.
+    pub fn describe(&self) -> String {
+        if self.name().is_empty() {
+            self.kind().to_owned()
+        } else {
+            format!("{} {}", self.kind(), self.name())
+        }
+    }
+
+    /// An error about the node at `pointer`.
+    pub fn error(&self, pointer: &str, message: impl Into<String>) -> Error {
+        Error::invalid(
+            self.origin_of(pointer),
+            format!("{}: {}", self.describe(), message.into()),
+        )
+    }
+}
+
+/// Splits `group/version` (the core group has no slash).
+pub fn split_api_version(api_version: &str) -> (&str, &str) {
+    match api_version.rsplit_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", api_version),
+    }
+}
+
+/// Objects from a YAML stream. `kind: List` wrappers (what `kubectl get -o yaml` prints) are
+/// unwrapped into their items.
+pub fn parse_objects(text: &str, file: &Path) -> Result<Vec<Object>> {
+    let mut out = Vec::new();
+    for doc in yaml::parse_stream(text, file)? {
+        let is_list = doc.value["kind"].as_str().is_some_and(|k| k.ends_with("List"))
+            && doc.value["items"].is_array();
+        if is_list {
+            let n = doc.value["items"].as_array().map_or(0, Vec::len);
+            for i in 0..n {
+                if let Some(item) = doc.child(&format!("/items/{i}")) {
+                    out.push(Object::from_document(item)?);
+                }
+            }
+        } else {
+            out.push(Object::from_document(doc)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Where manifests are read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// Standard input (a kustomize stream piped in).
+    Stdin,
+    /// A file holding a stream, or a directory tree of manifest files.
+    Path(PathBuf),
+}
+
+impl Source {
+    /// `-` means standard input.
+    pub fn from_arg(arg: &str) -> Source {
+        if arg == "-" {
+            Source::Stdin
+        } else {
+            Source::Path(PathBuf::from(arg))
+        }
+    }
+}
+
+/// Loads every object from a source. Directories are walked recursively in sorted path order
+/// (so the result does not depend on the file system), reading `*.yaml`, `*.yml` and `*.json`
+/// and skipping `kustomization.yaml` and hidden entries.
+pub fn load(source: &Source) -> Result<Vec<Object>> {
+    match source {
+        Source::Stdin => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| Error::io("<stdin>", e))?;
+            parse_objects(&text, Path::new("<stdin>"))
+        }
+        Source::Path(p) => {
+            let meta = std::fs::metadata(p).map_err(|e| Error::io(p, e))?;
+            if meta.is_dir() {
+                let mut files = Vec::new();
+                walk(p, &mut files)?;
+                files.sort();
+                let mut out = Vec::new();
+                for f in files {
+                    let text = yaml::read_text(&f)?;
+                    out.extend(parse_objects(&text, &f)?);
+                }
+                Ok(out)
+            } else {
+                let text = yaml::read_text(p)?;
+                parse_objects(&text, p)
+            }
+        }
+    }
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') {
+            continue;
+        }
+        let ft = entry.file_type().map_err(|e| Error::io(&path, e))?;
+        if ft.is_dir() {
+            walk(&path, out)?;
+        } else if matches!(
+            name.as_ref(),
+            "kustomization.yaml" | "kustomization.yml" | "Kustomization"
+        ) {
+            continue;
+        } else if name.ends_with(".yaml") || name.ends_with(".yml") || name.ends_with(".json") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_need_kind() {
+        let err = parse_objects("apiVersion: v1\nmetadata:\n  name: x\n", Path::new("a.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("a.yaml:1:1") && err.contains("kind"), "{err}");
+    }
+
+    #[test]
+    fn lists_are_unwrapped() {
+        let objs = parse_objects(
+            "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n",
+            Path::new("l.yaml"),
+        )
+        .unwrap();
+        assert_eq!(objs.len(), 1);
+        assert_eq!(objs[0].describe(), "ConfigMap a");
+    }
+
+    #[test]
+    fn api_version_split() {
+        assert_eq!(split_api_version("v1"), ("", "v1"));
+        assert_eq!(split_api_version("rbac.authorization.k8s.io/v1"), ("rbac.authorization.k8s.io", "v1"));
+    }
+}

@@ -1,0 +1,531 @@
+//! The only place in opship that reads or writes YAML: parsing with source positions and safe,
+//! byte-stable emitting.
+//!
+//! Documents are parsed by serde-saphyr into a [`Document`]: a `serde_json::Value` (so unknown
+//! Kubernetes fields survive untouched and key order is kept) plus a table from JSON pointer to
+//! the line and column where that node starts. Every later error or validation finding looks its
+//! position up here instead of re-parsing.
+//!
+//! Reading follows Kubernetes' YAML 1.1 habits where they matter (`0644` is octal, merge keys are
+//! expanded) and is stricter where silence would hide a mistake (duplicate keys are errors).
+//! Writing quotes every plain scalar that some reader could take for a bool, number or null.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+use serde_saphyr::Spanned;
+
+use crate::error::{Error, Result};
+
+/// A position in a YAML source file, 1-based like editors show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Pos {
+    /// Line, starting at 1 (0 when unknown).
+    pub line: u32,
+    /// Column, starting at 1 (0 when unknown).
+    pub col: u32,
+}
+
+/// A file and a position in it: what error messages and findings print as `file:line:col`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Origin {
+    /// The file as the user named it (or `<stdin>`).
+    pub file: Arc<Path>,
+    /// Where in that file.
+    pub pos: Pos,
+}
+
+impl Origin {
+    /// An origin pointing at a whole file rather than a line in it.
+    pub fn file(path: &Path) -> Self {
+        Origin {
+            file: Arc::from(path),
+            pos: Pos::default(),
+        }
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.pos.line == 0 {
+            write!(f, "{}", self.file.display())
+        } else {
+            write!(
+                f,
+                "{}:{}:{}",
+                self.file.display(),
+                self.pos.line,
+                self.pos.col
+            )
+        }
+    }
+}
+
+/// One YAML document with the positions of its nodes.
+#[derive(Debug, Clone)]
+pub struct Document {
+    /// The content. Maps keep their key order.
+    pub value: Value,
+    /// The file the document came from.
+    pub file: Arc<Path>,
+    /// Position of every node, keyed by its RFC 6901 JSON pointer (`""` is the root).
+    positions: Arc<HashMap<String, Pos>>,
+    /// Pointer of this document's root in `positions` (non-empty for an item cut out of a
+    /// `kind: List`).
+    prefix: String,
+}
+
+impl Document {
+    /// Wraps a value that did not come from a file (generated content).
+    pub fn detached(value: Value, file: &Path) -> Self {
+        Document {
+            value,
+            file: Arc::from(file),
+            positions: Arc::default(),
+            prefix: String::new(),
+        }
+    }
+
+    /// The node at `pointer` as a document of its own, keeping its positions.
+    pub fn child(&self, pointer: &str) -> Option<Document> {
+        Some(Document {
+            value: self.value.pointer(pointer)?.clone(),
+            file: self.file.clone(),
+            positions: self.positions.clone(),
+            prefix: format!("{}{pointer}", self.prefix),
+        })
+    }
+
+    /// Where the node at `pointer` starts; falls back to the nearest ancestor that has a
+    /// position, so a missing field still points at the object that should hold it.
+    pub fn origin(&self, pointer: &str) -> Origin {
+        let full = format!("{}{pointer}", self.prefix);
+        let mut p = full.as_str();
+        loop {
+            if let Some(pos) = self.positions.get(p) {
+                return Origin {
+                    file: self.file.clone(),
+                    pos: *pos,
+                };
+            }
+            match p.rfind('/') {
+                Some(i) => p = &p[..i],
+                None => {
+                    return Origin {
+                        file: self.file.clone(),
+                        pos: Pos::default(),
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// Escapes one reference token of a JSON pointer (RFC 6901).
+pub fn escape_pointer_token(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+/// A YAML node as serde-saphyr hands it over, with its span; turned into a [`Document`].
+enum Node {
+    Null,
+    Bool(bool),
+    Number(Number),
+    String(String),
+    Seq(Vec<Spanned<Node>>),
+    Map(Vec<(String, Spanned<Node>)>),
+}
+
+struct NodeVisitor;
+
+impl<'de> Visitor<'de> for NodeVisitor {
+    type Value = Node;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any YAML node")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> std::result::Result<Node, E> {
+        Ok(Node::Bool(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<Node, E> {
+        Ok(Node::Number(v.into()))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<Node, E> {
+        Ok(Node::Number(v.into()))
+    }
+    fn visit_i128<E: de::Error>(self, v: i128) -> std::result::Result<Node, E> {
+        i64::try_from(v)
+            .map(|v| Node::Number(v.into()))
+            .or_else(|_| u64::try_from(v).map(|v| Node::Number(v.into())))
+            .map_err(|_| E::custom(format!("integer {v} does not fit in 64 bits")))
+    }
+    fn visit_u128<E: de::Error>(self, v: u128) -> std::result::Result<Node, E> {
+        u64::try_from(v)
+            .map(|v| Node::Number(v.into()))
+            .map_err(|_| E::custom(format!("integer {v} does not fit in 64 bits")))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<Node, E> {
+        Number::from_f64(v)
+            .map(Node::Number)
+            .ok_or_else(|| E::custom("infinite or NaN numbers are not allowed"))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Node, E> {
+        Ok(Node::String(v.to_owned()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> std::result::Result<Node, E> {
+        Ok(Node::String(v))
+    }
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<Node, E> {
+        Ok(Node::Null)
+    }
+    fn visit_none<E: de::Error>(self) -> std::result::Result<Node, E> {
+        Ok(Node::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Node, D::Error> {
+        Node::deserialize(d)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Node, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Spanned<Node>>()? {
+            items.push(item);
+        }
+        Ok(Node::Seq(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Node, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key::<Key>()? {
+            let value = map.next_value::<Spanned<Node>>()?;
+            entries.push((key.0, value));
+        }
+        Ok(Node::Map(entries))
+    }
+}
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(NodeVisitor)
+    }
+}
+
+/// A mapping key. Kubernetes objects only have string keys, but YAML allows any scalar; those
+/// are kept as their text, as sigs.k8s.io/yaml does when it converts YAML to JSON.
+struct Key(String);
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a scalar mapping key")
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> std::result::Result<Key, E> {
+                Ok(Key(v.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<Key, E> {
+                Ok(Key(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<Key, E> {
+                Ok(Key(v.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<Key, E> {
+                Ok(Key(v.to_string()))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Key, E> {
+                Ok(Key(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> std::result::Result<Key, E> {
+                Ok(Key(v))
+            }
+            fn visit_unit<E: de::Error>(self) -> std::result::Result<Key, E> {
+                Ok(Key("null".to_owned()))
+            }
+        }
+        // Asking for a string keeps the key's spelling: `y:` stays "y" instead of becoming the
+        // YAML 1.1 boolean `true`, and `1:` stays "1".
+        d.deserialize_string(KeyVisitor)
+    }
+}
+
+fn pos_of<T>(s: &Spanned<T>) -> Pos {
+    let loc = s.referenced;
+    Pos {
+        line: u32::try_from(loc.line()).unwrap_or(u32::MAX),
+        col: u32::try_from(loc.column()).unwrap_or(u32::MAX),
+    }
+}
+
+fn flatten(node: Spanned<Node>, pointer: &mut String, positions: &mut HashMap<String, Pos>) -> Value {
+    positions.insert(pointer.clone(), pos_of(&node));
+    match node.value {
+        Node::Null => Value::Null,
+        Node::Bool(b) => Value::Bool(b),
+        Node::Number(n) => Value::Number(n),
+        Node::String(s) => Value::String(s),
+        Node::Seq(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.into_iter().enumerate() {
+                let len = pointer.len();
+                pointer.push('/');
+                pointer.push_str(&i.to_string());
+                out.push(flatten(item, pointer, positions));
+                pointer.truncate(len);
+            }
+            Value::Array(out)
+        }
+        Node::Map(entries) => {
+            let mut out = Map::with_capacity(entries.len());
+            for (key, value) in entries {
+                let len = pointer.len();
+                pointer.push('/');
+                pointer.push_str(&escape_pointer_token(&key));
+                let v = flatten(value, pointer, positions);
+                pointer.truncate(len);
+                out.insert(key, v);
+            }
+            Value::Object(out)
+        }
+    }
+}
+
+/// Limits against hostile input. Generous enough for the multi-MiB CRDs real operators ship
+/// (deep `openAPIV3Schema` nesting, hundreds of thousands of nodes), tight enough that an
+/// alias bomb or a runaway stream stops with an error instead of eating the machine.
+fn budget() -> serde_saphyr::Budget {
+    let mut b = serde_saphyr::Budget::default();
+    b.max_depth = 512;
+    b.max_documents = 100_000;
+    b.max_nodes = 20_000_000;
+    b.max_events = 40_000_000;
+    b.max_total_scalar_bytes = 512 * 1024 * 1024;
+    b.max_reader_input_bytes = Some(1024 * 1024 * 1024);
+    b.max_aliases = 10_000;
+    b.max_anchors = 10_000;
+    b
+}
+
+fn options() -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        // Kubernetes reads YAML 1.1: `defaultMode: 0644` means 420, not 644.
+        legacy_octal_numbers: true,
+        duplicate_keys: serde_saphyr::DuplicateKeyPolicy::Error,
+        budget: Some(budget()),
+        with_snippet: false,
+    }
+}
+
+fn yaml_error(file: &Path, err: &serde_saphyr::Error) -> Error {
+    let pos = err
+        .location()
+        .map(|l| Pos {
+            line: u32::try_from(l.line()).unwrap_or(u32::MAX),
+            col: u32::try_from(l.column()).unwrap_or(u32::MAX),
+        })
+        .unwrap_or_default();
+    let message = err.without_snippet().to_string();
+    // serde-saphyr appends " at line L, column C" to some messages; the origin already says it.
+    let message = match message.rfind(" at line ") {
+        Some(i) if pos.line != 0 => message[..i].to_owned(),
+        _ => message,
+    };
+    Error::Yaml {
+        origin: Origin {
+            file: Arc::from(file),
+            pos,
+        },
+        message,
+    }
+}
+
+/// Parses a stream of YAML documents (`---` separated). Empty documents are skipped. A leading
+/// byte-order mark and CRLF line ends are accepted.
+pub fn parse_stream(text: &str, file: &Path) -> Result<Vec<Document>> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let nodes: Vec<Spanned<Node>> =
+        serde_saphyr::from_multiple_with_options(text, options()).map_err(|e| yaml_error(file, &e))?;
+    let file: Arc<Path> = Arc::from(file);
+    Ok(nodes
+        .into_iter()
+        .filter(|n| !matches!(n.value, Node::Null))
+        .map(|node| {
+            let mut positions = HashMap::new();
+            let value = flatten(node, &mut String::new(), &mut positions);
+            Document {
+                value,
+                file: file.clone(),
+                positions: Arc::new(positions),
+                prefix: String::new(),
+            }
+        })
+        .collect())
+}
+
+/// Parses exactly one document; an empty file or a stream of several is an error.
+pub fn parse_one(text: &str, file: &Path) -> Result<Document> {
+    let mut docs = parse_stream(text, file)?;
+    match docs.len() {
+        1 => Ok(docs.remove(0)),
+        0 => Err(Error::Yaml {
+            origin: Origin::file(file),
+            message: "the file holds no YAML document".into(),
+        }),
+        n => Err(Error::Yaml {
+            origin: docs[1].origin(""),
+            message: format!("expected one YAML document, found {n}"),
+        }),
+    }
+}
+
+/// Deserializes one document into a typed value; unknown fields and type errors come back with
+/// the file, line and column of the offending key.
+pub fn parse_typed<T: serde::de::DeserializeOwned>(text: &str, file: &Path) -> Result<T> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    serde_saphyr::from_str_with_options(text, options()).map_err(|e| yaml_error(file, &e))
+}
+
+/// Reads and parses a file as a YAML stream.
+pub fn read_stream(path: &Path) -> Result<Vec<Document>> {
+    let text = read_text(path)?;
+    parse_stream(&text, path)
+}
+
+/// Reads a file as UTF-8 text, with the path in the error.
+pub fn read_text(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        path: PathBuf::from(path),
+        source,
+    })?;
+    String::from_utf8(bytes).map_err(|e| Error::Yaml {
+        origin: Origin::file(path),
+        message: format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+    })
+}
+
+fn ser_options() -> serde_saphyr::SerializerOptions {
+    let mut o = serde_saphyr::SerializerOptions::default();
+    o.indent_step = 2;
+    // Block-sequence items indented under their key, as kubectl and operator-sdk write them.
+    o.compact_list_indent = false;
+    // Long one-line strings (image references, descriptions) stay on one line; folding them
+    // with `>` is legal but makes diffs of generated bundles noisy.
+    o.folded_wrap_chars = usize::MAX / 2;
+    o.prefer_block_scalars = true;
+    o
+}
+
+/// Writes one value as a YAML document. The output is a pure function of the value: same value,
+/// same bytes. Strings that YAML 1.1 or 1.2 readers could take for anything but a string
+/// (`yes`, `on`, `y`, `0644`, `null`, `1e3`, ...) are quoted.
+pub fn to_string(value: &Value) -> Result<String> {
+    let mut out = String::new();
+    serde_saphyr::to_fmt_writer_with_options(&mut out, value, ser_options()).map_err(|e| {
+        Error::Internal(format!("could not write YAML: {e}"))
+    })?;
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn p(s: &str) -> Result<Vec<Document>> {
+        parse_stream(s, Path::new("t.yaml"))
+    }
+
+    #[test]
+    fn positions_are_recorded_per_pointer() {
+        let docs = p("a: 1\nb:\n  c: [x, y]\n---\nkind: Foo\n").unwrap();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[0].origin("/b/c/1").pos, Pos { line: 3, col: 10 });
+        // A block mapping value starts where its first key does.
+        assert_eq!(docs[0].origin("/b").pos.line, 3);
+        assert_eq!(docs[1].origin("/kind").pos.line, 5);
+        // Unknown pointer falls back to the nearest known ancestor.
+        assert_eq!(docs[0].origin("/b/zzz").pos.line, 3);
+    }
+
+    #[test]
+    fn duplicate_keys_are_errors_with_line() {
+        let err = p("a: 1\nb: 2\na: 3\n").unwrap_err().to_string();
+        assert!(err.contains("t.yaml:3:"), "{err}");
+        assert!(err.to_lowercase().contains("duplicate"), "{err}");
+    }
+
+    #[test]
+    fn bom_crlf_and_empty_documents() {
+        let docs = p("\u{feff}---\r\na: 1\r\n---\r\n# only a comment\r\n---\r\nb: yes\r\n").unwrap();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[0].value, json!({"a": 1}));
+        assert_eq!(docs[1].origin("/b").pos.line, 6);
+    }
+
+    #[test]
+    fn anchors_and_merge_keys() {
+        let docs = p("base: &b {x: 1, y: 2}\nderived:\n  <<: *b\n  y: 3\n").unwrap();
+        assert_eq!(docs[0].value["derived"], json!({"x": 1, "y": 3}));
+    }
+
+    #[test]
+    fn kubernetes_octal() {
+        let docs = p("mode: 0644\n").unwrap();
+        assert_eq!(docs[0].value["mode"], json!(420));
+    }
+
+    #[test]
+    fn alias_bomb_is_refused() {
+        let mut s = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..12 {
+            let prev = i - 1;
+            s.push_str(&format!(
+                "a{i}: &a{i} [*a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}]\n"
+            ));
+        }
+        let err = p(&s).unwrap_err().to_string();
+        assert!(err.contains("t.yaml"), "{err}");
+    }
+
+    #[test]
+    fn invalid_yaml_names_line() {
+        let err = p("a: 1\nb: [1, 2\nc: 3\n").unwrap_err().to_string();
+        assert!(err.starts_with("t.yaml:"), "{err}");
+    }
+
+    #[test]
+    fn ambiguous_strings_are_quoted_on_write() {
+        let v = json!({
+            "a": "yes", "b": "on", "c": "y", "d": "0644", "e": "null", "f": "~",
+            "g": "true", "h": "1e3", "i": "", "j": "NO", "k": "off", "l": "0x1F",
+            "m": "12:30", "n": "1.0", "o": "plain text",
+        });
+        let out = to_string(&v).unwrap();
+        let back = &p(&out).unwrap()[0].value;
+        assert_eq!(back, &v, "round trip of\n{out}");
+        for line in out.lines() {
+            if !line.starts_with("o:") {
+                assert!(line.contains('"') || line.contains('\''), "unquoted: {line}");
+            }
+        }
+    }
+
+    #[test]
+    fn writing_is_stable_and_round_trips() {
+        let v = json!({
+            "metadata": {"name": "x", "annotations": {"alm-examples": "[\n  {\n    \"a\": 1\n  }\n]"}},
+            "list": [{"name": "a", "value": "b"}, 3, 1.5, null, true],
+            "empty": {}, "emptyList": [],
+            "long": "a very long string ".repeat(20),
+        });
+        let a = to_string(&v).unwrap();
+        let b = to_string(&v).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(p(&a).unwrap()[0].value, v, "{a}");
+    }
+}

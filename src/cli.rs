@@ -1,0 +1,130 @@
+//! Command-line definitions (clap derive only; no logic). Library code never sees these types.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Release a Kubernetes operator: OLM bundle, validation, image, signature, catalog, Helm chart.
+#[derive(Debug, Parser)]
+#[command(name = "opship", version, about, long_about = None)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Project config (default: ./opship.yaml when it exists).
+    #[arg(long, short = 'c', global = true, value_name = "FILE", env = "OPSHIP_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// More output (-v info, -vv debug).
+    #[arg(long, short, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// Only errors.
+    #[arg(long, short, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write a commented starter opship.yaml.
+    #[command(after_help = "Example:\n  opship init --package memcached-operator")]
+    Init(InitArgs),
+    /// Generate release artefacts.
+    #[command(subcommand)]
+    Generate(GenerateCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// OLM package name (default: the current directory's name).
+    #[arg(long)]
+    pub package: Option<String>,
+    /// Where to write the config.
+    #[arg(long, default_value = "opship.yaml")]
+    pub path: PathBuf,
+    /// Overwrite an existing file.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GenerateCommand {
+    /// Generate an OLM registry+v1 bundle (manifests/, metadata/, bundle.Dockerfile).
+    #[command(after_help = "Examples:
+  # The sample operator's 0.2.0, settings from bundle/opship.yaml:
+  opship -c bundle/opship.yaml generate bundle --version 0.2.0
+  # Every release listed in the config, failing if a committed bundle is out of date:
+  opship -c bundle/opship.yaml generate bundle --all --check
+  # operator-sdk style, from a kustomize build on stdin:
+  kustomize build config/manifests | opship generate bundle --package my-operator \\
+      --version 1.2.0 --channels stable --default-channel stable --replaces 1.1.0 \\
+      --base-csv config/manifests/bases/my-operator.clusterserviceversion.yaml --output-dir bundle")]
+    Bundle(BundleArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BundleArgs {
+    /// Manifests: a kustomize-built YAML stream, a directory of manifests, or `-` for stdin
+    /// (default: `manifests` from the config).
+    #[arg(long, short, value_name = "PATH|-")]
+    pub input: Option<String>,
+    /// Base ClusterServiceVersion (default: `csvBase` from the config).
+    #[arg(long, value_name = "FILE")]
+    pub base_csv: Option<PathBuf>,
+    /// Release version (strict semver, no leading `v`).
+    #[arg(long, short = 'V', required_unless_present = "all")]
+    pub version: Option<String>,
+    /// Generate every release listed in the config.
+    #[arg(long, conflicts_with_all = ["version", "output_dir", "replaces", "skips", "skip_range", "created_at"])]
+    pub all: bool,
+    /// OLM package name (default: `package` from the config).
+    #[arg(long)]
+    pub package: Option<String>,
+    /// Channels, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub channels: Option<Vec<String>>,
+    /// Default channel.
+    #[arg(long)]
+    pub default_channel: Option<String>,
+    /// `spec.replaces`: the version (or CSV name) this release upgrades from.
+    #[arg(long)]
+    pub replaces: Option<String>,
+    /// `spec.skips`: versions (or CSV names), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub skips: Option<Vec<String>>,
+    /// `olm.skipRange` annotation, e.g. ">=1.0.0 <1.2.0".
+    #[arg(long)]
+    pub skip_range: Option<String>,
+    /// Service accounts whose RBAC is folded into the CSV besides the deployments' own.
+    #[arg(long, value_delimiter = ',')]
+    pub extra_service_accounts: Option<Vec<String>>,
+    /// Drop objects of this kind instead of refusing them (repeatable; default: Namespace).
+    #[arg(long, value_name = "KIND")]
+    pub exclude_kind: Vec<String>,
+    /// Extra bundle label/annotation `key=value` (repeatable; added to the config's).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub label: Vec<String>,
+    /// `createdAt` annotation. Without it (and without SOURCE_DATE_EPOCH) none is written,
+    /// so regenerating an unchanged bundle changes nothing.
+    #[arg(long, value_name = "RFC3339")]
+    pub created_at: Option<String>,
+    /// Output directory (default: `bundleDir` from the config, else `bundle`).
+    #[arg(long, short)]
+    pub output_dir: Option<PathBuf>,
+    /// Write nothing; exit 1 and print a diff if the bundle on disk is out of date.
+    #[arg(long)]
+    pub check: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,170 @@
+//! `opship generate bundle`: command-line flags and `opship.yaml` merged into bundle options.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use opship_core::bundle::{self, Inputs, Options};
+use opship_core::config::Project;
+use opship_core::manifest::{self, Object, Source};
+
+use super::{CmdError, ExitStatus};
+use crate::cli::BundleArgs;
+
+pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus, CmdError> {
+    let versions: Vec<String> = if args.all {
+        let p = project.ok_or("--all needs a project config listing `releases` (pass --config)")?;
+        if p.config.releases.is_empty() {
+            return Err(format!("{} lists no `releases`", p.path.display()).into());
+        }
+        p.config.releases.iter().map(|r| r.version.clone()).collect()
+    } else {
+        vec![args.version.clone().ok_or("--version is required")?]
+    };
+
+    let source = match (&args.input, project.and_then(|p| p.config.manifests.as_ref().map(|m| p.resolve(m)))) {
+        (Some(i), _) => Source::from_arg(i),
+        (None, Some(p)) => Source::Path(p),
+        (None, None) => {
+            return Err("no manifests: pass --input (a file, a directory or - for stdin) or set `manifests` in opship.yaml".into());
+        }
+    };
+    let objects = manifest::load(&source)?;
+
+    let base_path = args
+        .base_csv
+        .clone()
+        .or_else(|| project.and_then(|p| p.config.csv_base.as_ref().map(|b| p.resolve(b))));
+    let base_csv = match base_path {
+        Some(path) => Some(load_one(&path)?),
+        None => None,
+    };
+
+    let package = args
+        .package
+        .clone()
+        .or_else(|| project.map(|p| p.config.package.clone()))
+        .ok_or("no package name: pass --package or set `package` in opship.yaml")?;
+
+    let mut labels: BTreeMap<String, String> =
+        project.map(|p| p.config.labels.clone()).unwrap_or_default();
+    for l in &args.label {
+        let (k, v) = l
+            .split_once('=')
+            .ok_or_else(|| format!("--label `{l}` is not KEY=VALUE"))?;
+        labels.insert(k.to_owned(), v.to_owned());
+    }
+    let exclude_kinds = if !args.exclude_kind.is_empty() {
+        args.exclude_kind.clone()
+    } else {
+        project
+            .and_then(|p| p.config.exclude_kinds.clone())
+            .unwrap_or_else(|| vec!["Namespace".to_owned()])
+    };
+    let source_date = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<i64>()
+                .map(bundle::rfc3339_from_epoch)
+                .map_err(|_| format!("SOURCE_DATE_EPOCH `{s}` is not a number of seconds"))
+        })
+        .transpose()?;
+
+    let mut drifted = false;
+    for version in &versions {
+        let semver = bundle::parse_version(version)?;
+        let release = project.and_then(|p| p.release(version));
+        let opts = Options {
+            package: package.clone(),
+            version: semver,
+            channels: args
+                .channels
+                .clone()
+                .or_else(|| release.and_then(|r| r.channels.clone()))
+                .or_else(|| project.map(|p| p.config.channels.clone()))
+                .unwrap_or_default(),
+            default_channel: args
+                .default_channel
+                .clone()
+                .or_else(|| project.and_then(|p| p.config.default_channel.clone())),
+            replaces: args.replaces.clone().or_else(|| release.and_then(|r| r.replaces.clone())),
+            skips: args
+                .skips
+                .clone()
+                .or_else(|| release.map(|r| r.skips.clone()))
+                .unwrap_or_default(),
+            skip_range: args.skip_range.clone().or_else(|| release.and_then(|r| r.skip_range.clone())),
+            created_at: args
+                .created_at
+                .clone()
+                .or_else(|| release.and_then(|r| r.created_at.clone()))
+                .or_else(|| source_date.clone()),
+            extra_service_accounts: args
+                .extra_service_accounts
+                .clone()
+                .or_else(|| project.map(|p| p.config.extra_service_accounts.clone()))
+                .unwrap_or_default(),
+            exclude_kinds: exclude_kinds.clone(),
+            labels: labels.clone(),
+            operator_image: project
+                .and_then(|p| p.config.operator.as_ref())
+                .map(|o| (o.placeholder().to_owned(), o.reference(version))),
+        };
+        let out_dir: PathBuf = match (&args.output_dir, project) {
+            (Some(d), _) => d.clone(),
+            (None, Some(p)) => p.bundle_dir(version),
+            (None, None) => PathBuf::from("bundle"),
+        };
+        let inputs = Inputs {
+            objects: objects.clone(),
+            base_csv: base_csv.clone(),
+        };
+        let generated = bundle::generate(inputs, &opts)?;
+        for w in &generated.warnings {
+            tracing::warn!("{w}");
+        }
+        if args.check {
+            let d = bundle::drift(&generated.files, &out_dir)?;
+            if d.is_clean() {
+                println!("{}: up to date", out_dir.display());
+            } else {
+                drifted = true;
+                print_drift(&out_dir, &d)?;
+            }
+        } else {
+            bundle::write_atomic(&generated.files, &out_dir)?;
+            println!(
+                "wrote {} {} ({} files) to {}",
+                package,
+                version,
+                generated.files.len(),
+                out_dir.display()
+            );
+        }
+    }
+    Ok(if drifted { ExitStatus::Failure } else { ExitStatus::Success })
+}
+
+fn load_one(path: &Path) -> Result<Object, CmdError> {
+    let mut objs = manifest::load(&Source::Path(path.to_path_buf()))?;
+    match objs.len() {
+        1 => Ok(objs.remove(0)),
+        n => Err(format!("{}: expected one ClusterServiceVersion, found {n} objects", path.display()).into()),
+    }
+}
+
+fn print_drift(dir: &Path, d: &bundle::Drift) -> Result<(), CmdError> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}: out of date", dir.display())?;
+    for f in &d.missing {
+        writeln!(out, "  missing: {f}")?;
+    }
+    for f in &d.stale {
+        writeln!(out, "  stale (would be removed): {f}")?;
+    }
+    for (_, diff) in &d.changed {
+        write!(out, "{diff}")?;
+    }
+    Ok(())
+}

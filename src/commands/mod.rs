@@ -1,0 +1,59 @@
+//! Dispatch from parsed command lines to the libraries, and the exit status each outcome maps to.
+
+mod generate;
+mod init;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use opship_core::config::{self, Project};
+
+use crate::cli::{Cli, Command, GenerateCommand};
+
+/// Error of a command: anything the libraries report, shown as one message.
+pub type CmdError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// How a command ended when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// Everything fine.
+    Success,
+    /// The command ran and found something wrong (findings at error level, drift).
+    Failure,
+}
+
+impl From<ExitStatus> for ExitCode {
+    fn from(s: ExitStatus) -> ExitCode {
+        match s {
+            ExitStatus::Success => ExitCode::SUCCESS,
+            ExitStatus::Failure => ExitCode::from(1),
+        }
+    }
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> Result<ExitStatus, CmdError> {
+    match cli.command {
+        Command::Init(args) => init::run(&args),
+        Command::Generate(GenerateCommand::Bundle(args)) => {
+            let project = load_project(cli.global.config.as_deref())?;
+            generate::bundle(&args, project.as_ref())
+        }
+    }
+}
+
+/// The project config: the one named on the command line (which must exist), else
+/// `./opship.yaml` when present.
+fn load_project(explicit: Option<&Path>) -> Result<Option<Project>, CmdError> {
+    let path = match explicit {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let p = PathBuf::from(config::DEFAULT_FILE);
+            if !p.exists() {
+                return Ok(None);
+            }
+            p
+        }
+    };
+    Ok(Some(Project::load(&path)?))
+}
