@@ -117,11 +117,13 @@ pub(crate) fn owned_crds(base_owned: &[Value], crds: &[Object]) -> Vec<Value> {
 
 /// Rewrites a `WATCH_NAMESPACE` env var to read the namespaces OLM's OperatorGroup targets.
 pub(crate) fn rewrite_watch_namespace(deployment: &mut Value) {
-    let pod = &mut deployment["spec"]["template"]["spec"];
     for list in ["initContainers", "containers"] {
-        for c in pod[list].as_array_mut().into_iter().flatten() {
-            for e in c["env"].as_array_mut().into_iter().flatten() {
-                if e["name"].as_str() == Some("WATCH_NAMESPACE") {
+        let ptr = format!("/spec/template/spec/{list}");
+        let containers = deployment.pointer_mut(&ptr).and_then(Value::as_array_mut);
+        for c in containers.into_iter().flatten() {
+            let envs = c.get_mut("env").and_then(Value::as_array_mut);
+            for e in envs.into_iter().flatten() {
+                if e.get("name").and_then(Value::as_str) == Some("WATCH_NAMESPACE") {
                     *e = json!({
                         "name": "WATCH_NAMESPACE",
                         "valueFrom": {"fieldRef": {

@@ -28,17 +28,19 @@ pub(crate) fn replace_placeholder(
 ) -> usize {
     let mut n = 0;
     for d in deployments {
-        let pod = &mut d.value_mut()["spec"]["template"]["spec"];
         for list in CONTAINER_LISTS {
-            if let Some(cs) = pod[list].as_array_mut() {
-                for c in cs {
-                    if c["image"]
-                        .as_str()
-                        .is_some_and(|i| is_placeholder(i, placeholder))
-                    {
-                        c["image"] = Value::String(reference.to_owned());
-                        n += 1;
-                    }
+            let ptr = format!("/spec/template/spec/{list}");
+            let Some(cs) = d.value_mut().pointer_mut(&ptr).and_then(Value::as_array_mut) else {
+                continue;
+            };
+            for c in cs.iter_mut().filter_map(Value::as_object_mut) {
+                if c
+                    .get("image")
+                    .and_then(Value::as_str)
+                    .is_some_and(|i| is_placeholder(i, placeholder))
+                {
+                    c.insert("image".into(), Value::String(reference.to_owned()));
+                    n += 1;
                 }
             }
         }
@@ -49,6 +51,8 @@ pub(crate) fn replace_placeholder(
 /// An image the bundle refers to, and where that reference is.
 struct Found {
     name: String,
+    /// For a container image: the deployment (names are qualified with it on a clash).
+    deployment: Option<String>,
     image: String,
     origin: Origin,
     what: String,
@@ -81,6 +85,7 @@ pub(crate) fn related_images(base: &[Value], deployments: &[Object]) -> Result<V
                 if let Some(image) = c["image"].as_str().filter(|s| !s.is_empty()) {
                     found.push(Found {
                         name: cname.to_owned(),
+                        deployment: Some(d.name().to_owned()),
                         image: image.to_owned(),
                         origin: d.origin_of(&format!("{cptr}/image")),
                         what: format!("image of container {cname} in {}", d.describe()),
@@ -105,6 +110,7 @@ pub(crate) fn related_images(base: &[Value], deployments: &[Object]) -> Result<V
                     };
                     found.push(Found {
                         name,
+                        deployment: None,
                         image: image.to_owned(),
                         origin: d.origin_of(&format!("{eptr}/value")),
                         what: format!(
@@ -115,6 +121,25 @@ pub(crate) fn related_images(base: &[Value], deployments: &[Object]) -> Result<V
                     });
                 }
             }
+        }
+    }
+
+    // Container names repeat across deployments (kubebuilder calls every operator container
+    // `manager`); when one name stands for several images, each is named after its deployment.
+    let mut images_of: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+    for f in found.iter().filter(|f| f.deployment.is_some()) {
+        images_of.entry(&f.name).or_default().insert(&f.image);
+    }
+    let ambiguous: std::collections::BTreeSet<String> = images_of
+        .into_iter()
+        .filter(|(_, imgs)| imgs.len() > 1)
+        .map(|(n, _)| n.to_owned())
+        .collect();
+    for f in &mut found {
+        if let Some(dep) = &f.deployment
+            && ambiguous.contains(&f.name)
+        {
+            f.name = format!("{dep}-{}", f.name);
         }
     }
 
@@ -185,9 +210,17 @@ mod tests {
     }
 
     #[test]
-    fn name_clash_is_an_error() {
-        let ds = vec![dep(DEP), dep(&DEP.replace("name: m}", "name: n}").replace("controller:latest", "other:1"))];
-        let err = related_images(&[], &ds).unwrap_err().to_string();
-        assert!(err.contains("name clash") && err.contains("d.yaml:"), "{err}");
+    fn same_container_name_in_two_deployments_is_qualified() {
+        let other = DEP.replace("name: m}", "name: other}").replace("controller:latest", "other:1").replace("RELATED_IMAGE_MEMCACHED_SERVER", "RELATED_IMAGE_X");
+        let ri = related_images(&[], &[dep(DEP), dep(&other)]).unwrap();
+        let names: Vec<&str> = ri.iter().map(|e| e["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["m-manager", "memcached-server", "other-manager"]);
+    }
+
+    #[test]
+    fn env_name_clash_is_an_error() {
+        let other = DEP.replace("name: m}", "name: other}").replace("memcached:1.6", "memcached:1.7");
+        let err = related_images(&[], &[dep(DEP), dep(&other)]).unwrap_err().to_string();
+        assert!(err.contains("name clash") && err.contains("d.yaml:12:"), "{err}");
     }
 }

@@ -116,17 +116,18 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
     if let Some(bad) = channels.iter().find(|c| c.is_empty() || c.contains(',')) {
         return Err(Error::Input(format!("channel name `{bad}` is empty or has a comma")));
     }
+    let mut warnings = Vec::new();
     if let Some(d) = &opts.default_channel
         && !channels.contains(d)
     {
-        return Err(Error::Input(format!(
-            "default channel `{d}` is not one of the bundle's channels ({})",
+        // Legal (another bundle of the package may define that channel), but often a typo.
+        warnings.push(format!(
+            "default channel `{d}` is not one of this bundle's channels ({}); another bundle of the package must provide it",
             channels.join(",")
-        )));
+        ));
     }
 
     let mut c = collect::collect(inputs.objects, &opts.exclude_kinds)?;
-    let mut warnings = Vec::new();
     for o in &c.excluded {
         tracing::debug!("dropping {} ({}): kind excluded", o.describe(), o.origin());
     }
@@ -261,7 +262,7 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
     names.insert(csv_file, 1);
     for mut o in manifests {
         layout::check_name(&o)?;
-        if let Some(meta) = o.value_mut()["metadata"].as_object_mut() {
+        if let Some(meta) = o.value_mut().get_mut("metadata").and_then(serde_json::Value::as_object_mut) {
             // OLM installs bundle objects into the operator's namespace, whatever it is.
             meta.remove("namespace");
         }

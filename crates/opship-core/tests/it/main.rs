@@ -1,0 +1,26 @@
+//! Integration tests of opship-core, one binary: the corpus round trip, the sample operator's
+//! generated bundles, and bad input.
+
+mod roundtrip;
+
+use std::path::PathBuf;
+
+/// The shared corpus of real bundles: `$OPSHIP_CORPUS`, else `../shared/corpus` next to the
+/// repository, else `/work/shared/corpus`. Missing corpus fails the tests rather than skipping.
+pub fn corpus_dir() -> PathBuf {
+    if let Some(p) = std::env::var_os("OPSHIP_CORPUS") {
+        return PathBuf::from(p);
+    }
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for c in [repo.join("../shared/corpus"), PathBuf::from("/work/shared/corpus")] {
+        if c.join("bundles").is_dir() {
+            return c;
+        }
+    }
+    panic!("corpus not found: set OPSHIP_CORPUS to the shared/corpus directory");
+}
+
+/// The repository root.
+pub fn repo_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}

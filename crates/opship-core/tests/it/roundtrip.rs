@@ -1,0 +1,571 @@
+//! Round trip on real bundles: every corpus CSV with an install strategy is taken apart into
+//! what `kustomize build` of its project would give, regenerated, and compared with the
+//! original. Deliberate differences are classified (docs/generate.md explains each); anything
+//! else fails the test.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use opship_core::bundle::{self, Inputs, Options};
+use opship_core::manifest::{self, Object, Source};
+use opship_core::yaml;
+use serde_json::{Value, json};
+
+use crate::corpus_dir;
+
+/// How a regenerated bundle compares with the original.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Outcome {
+    /// Same deployments, permissions, owned CRD keys, objects and alm-examples.
+    Match,
+    /// Differs only in deliberate, documented ways (the reasons).
+    Explained(BTreeSet<&'static str>),
+    /// Differs in a way nobody explained: a bug.
+    Mismatch(String),
+    /// The original could not be decomposed (no install strategy).
+    Skipped(&'static str),
+}
+
+struct Original {
+    csv: Object,
+    others: Vec<Object>,
+    package: String,
+    channels: Vec<String>,
+    default_channel: Option<String>,
+}
+
+fn load_original(dir: &Path) -> Result<Original, String> {
+    let objs = manifest::load(&Source::Path(dir.join("manifests"))).map_err(|e| e.to_string())?;
+    let (csvs, others): (Vec<Object>, Vec<Object>) = objs
+        .into_iter()
+        .partition(|o| o.kind() == "ClusterServiceVersion");
+    let csv = csvs.into_iter().next().ok_or("no CSV")?;
+    let ann = yaml::read_stream(&dir.join("metadata/annotations.yaml")).map_err(|e| e.to_string())?;
+    let a = &ann[0].value["annotations"];
+    let s = |k: &str| a[k].as_str().map(str::to_owned);
+    Ok(Original {
+        csv,
+        others,
+        package: s("operators.operatorframework.io.bundle.package.v1").ok_or("no package")?,
+        channels: s("operators.operatorframework.io.bundle.channels.v1")
+            .unwrap_or_default()
+            .split(',')
+            .map(|c| c.trim().to_owned())
+            .filter(|c| !c.is_empty())
+            .collect(),
+        default_channel: s("operators.operatorframework.io.bundle.channel.default.v1")
+            .filter(|d| !d.is_empty()),
+    })
+}
+
+fn obj(v: Value) -> Object {
+    Object::generated(v, Path::new("<decomposed>"))
+}
+
+/// What a kubebuilder project's `kustomize build` would give for this CSV.
+fn decompose(o: &Original) -> (Vec<Object>, Object) {
+    let spec = &o.csv.value()["spec"]["install"]["spec"];
+    let mut objects = Vec::new();
+    let mut sas = BTreeSet::new();
+    for d in spec["deployments"].as_array().into_iter().flatten() {
+        let mut meta = json!({"name": d["name"], "namespace": "system"});
+        if let Some(l) = d.get("label").filter(|l| l.is_object()) {
+            meta["labels"] = l.clone();
+        }
+        let pod = &d["spec"]["template"]["spec"];
+        let sa = pod["serviceAccountName"]
+            .as_str()
+            .or(pod["serviceAccount"].as_str())
+            .unwrap_or("default");
+        sas.insert(sa.to_owned());
+        objects.push(obj(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": d["spec"]})));
+    }
+    for (field, cluster) in [("permissions", false), ("clusterPermissions", true)] {
+        for (i, p) in spec[field].as_array().into_iter().flatten().enumerate() {
+            let sa = p["serviceAccountName"].as_str().unwrap_or_default();
+            sas.insert(sa.to_owned());
+            let (rk, bk) = if cluster {
+                ("ClusterRole", "ClusterRoleBinding")
+            } else {
+                ("Role", "RoleBinding")
+            };
+            let name = format!("{sa}-{}-{i}", if cluster { "cluster" } else { "ns" });
+            let mut role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": rk,
+                "metadata": {"name": name}, "rules": p["rules"]});
+            let mut binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": bk,
+                "metadata": {"name": format!("{name}-binding")},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": rk, "name": name},
+                "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": "system"}]});
+            if !cluster {
+                role["metadata"]["namespace"] = json!("system");
+                binding["metadata"]["namespace"] = json!("system");
+            }
+            objects.push(obj(role));
+            objects.push(obj(binding));
+        }
+    }
+    for sa in &sas {
+        objects.push(obj(json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": sa, "namespace": "system"}})));
+    }
+    objects.push(obj(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "system"}})));
+    objects.extend(o.others.iter().cloned());
+
+    // The CRs of alm-examples come back as sample objects when they are all instances of the
+    // bundle's CRDs (otherwise the base keeps the annotation).
+    let mut base = o.csv.value().clone();
+    if let Some(examples) = alm_examples(o.csv.value()) {
+        let served: BTreeSet<(String, String)> = o
+            .others
+            .iter()
+            .filter(|x| x.kind() == "CustomResourceDefinition")
+            .flat_map(|crd| {
+                let g = crd.value()["spec"]["group"].as_str().unwrap_or_default().to_owned();
+                let k = crd.value()["spec"]["names"]["kind"].as_str().unwrap_or_default().to_owned();
+                let mut out = Vec::new();
+                for v in crd.value()["spec"]["versions"].as_array().into_iter().flatten() {
+                    if v["served"].as_bool().unwrap_or(true) {
+                        out.push((format!("{g}/{}", v["name"].as_str().unwrap_or_default()), k.clone()));
+                    }
+                }
+                if let Some(v) = crd.value()["spec"]["version"].as_str() {
+                    out.push((format!("{g}/{v}"), k.clone()));
+                }
+                out
+            })
+            .collect();
+        let all_owned = !examples.is_empty()
+            && examples.iter().all(|e| {
+                served.contains(&(
+                    e["apiVersion"].as_str().unwrap_or_default().to_owned(),
+                    e["kind"].as_str().unwrap_or_default().to_owned(),
+                )) && e["metadata"]["name"].is_string()
+            });
+        let distinct: BTreeSet<String> = examples.iter().map(|e| e.to_string()).collect();
+        if all_owned && distinct.len() == examples.len() {
+            objects.extend(examples.into_iter().map(obj));
+            base["metadata"]["annotations"]["alm-examples"] = json!("[]");
+        }
+    }
+    if let Some(install) = base["spec"]["install"]["spec"].as_object_mut() {
+        install.remove("deployments");
+        install.remove("permissions");
+        install.remove("clusterPermissions");
+    }
+    (objects, obj(base))
+}
+
+fn alm_examples(csv: &Value) -> Option<Vec<Value>> {
+    let s = csv["metadata"]["annotations"]["alm-examples"].as_str()?;
+    serde_json::from_str::<Vec<Value>>(s).ok()
+}
+
+fn rules_by_sa(list: &Value) -> BTreeMap<String, Vec<Value>> {
+    let mut m: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for p in list.as_array().into_iter().flatten() {
+        let rules = p["rules"].as_array().cloned().unwrap_or_default();
+        if rules.is_empty() {
+            continue;
+        }
+        m.entry(p["serviceAccountName"].as_str().unwrap_or_default().to_owned())
+            .or_default()
+            .extend(rules);
+    }
+    m
+}
+
+fn owned_keys(csv: &Value) -> BTreeSet<(String, String, String)> {
+    csv["spec"]["customresourcedefinitions"]["owned"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap_or_default().to_owned(),
+                e["version"].as_str().unwrap_or_default().to_owned(),
+                e["kind"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn without_namespace(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("namespace");
+    }
+    v
+}
+
+/// Service accounts of the CSV's deployments.
+fn deployment_sas(csv: &Value) -> BTreeSet<String> {
+    csv["spec"]["install"]["spec"]["deployments"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|d| {
+            let pod = &d["spec"]["template"]["spec"];
+            pod["serviceAccountName"]
+                .as_str()
+                .or(pod["serviceAccount"].as_str())
+                .unwrap_or("default")
+                .to_owned()
+        })
+        .collect()
+}
+
+/// Service accounts that have permissions but run no deployment: a user passes them with
+/// `--extra-service-accounts`, so the round trip does too.
+fn extra_sas(csv: &Value) -> Vec<String> {
+    let deps = deployment_sas(csv);
+    let mut out = BTreeSet::new();
+    for field in ["permissions", "clusterPermissions"] {
+        for sa in rules_by_sa(&csv["spec"]["install"]["spec"][field]).into_keys() {
+            if !deps.contains(&sa) {
+                out.insert(sa);
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// Regenerates one corpus bundle and compares.
+pub fn check(dir: &Path) -> Outcome {
+    let o = match load_original(dir) {
+        Ok(o) => o,
+        Err(e) if e.contains("duplicate mapping key") => {
+            return Outcome::Explained(BTreeSet::from(["duplicate-key"]));
+        }
+        Err(e) => return Outcome::Mismatch(format!("loading the original: {e}")),
+    };
+    let install = &o.csv.value()["spec"]["install"];
+    if install["spec"]["deployments"].as_array().is_none_or(Vec::is_empty) {
+        return Outcome::Skipped("CSV without install strategy deployments");
+    }
+    let (objects, base) = decompose(&o);
+    let version = o.csv.value()["spec"]["version"].as_str().unwrap_or_default().to_owned();
+    let Ok(version) = semver::Version::parse(&version) else {
+        return Outcome::Skipped("CSV spec.version is not semver");
+    };
+    let opts = Options {
+        package: o.package.clone(),
+        version,
+        channels: o.channels.clone(),
+        default_channel: o.default_channel.clone(),
+        replaces: None,
+        skips: vec![],
+        skip_range: None,
+        created_at: None,
+        extra_service_accounts: extra_sas(o.csv.value()),
+        exclude_kinds: vec!["Namespace".into()],
+        labels: BTreeMap::new(),
+        operator_image: None,
+    };
+    match bundle::generate(Inputs { objects, base_csv: Some(base) }, &opts) {
+        Ok(b) => compare(&o, &b),
+        // The original binds a role it does not ship: opship refuses such input.
+        Err(e) if e.to_string().contains("which is not among the manifests") => {
+            Outcome::Explained(BTreeSet::from(["binding-to-missing-role"]))
+        }
+        Err(e) => Outcome::Mismatch(format!("generation failed: {e}")),
+    }
+}
+
+/// The original CSV and objects, with each documented generation rule applied (implemented
+/// here independently of opship), and the rules that changed something.
+struct Expected {
+    deployments: Value,
+    permissions: BTreeMap<String, Vec<Value>>,
+    cluster_permissions: BTreeMap<String, Vec<Value>>,
+    owned: BTreeSet<(String, String, String)>,
+    objects: BTreeMap<(String, String), Value>,
+    examples: Option<Vec<Value>>,
+    reasons: BTreeSet<&'static str>,
+}
+
+fn served_of(others: &[Object]) -> BTreeMap<(String, String), (String, String)> {
+    // (apiVersion, kind) -> (crd name, version)
+    let mut m = BTreeMap::new();
+    for crd in others.iter().filter(|x| x.kind() == "CustomResourceDefinition") {
+        let v = crd.value();
+        let g = v["spec"]["group"].as_str().unwrap_or_default();
+        let k = v["spec"]["names"]["kind"].as_str().unwrap_or_default();
+        let mut versions: Vec<String> = Vec::new();
+        if let Some(list) = v["spec"]["versions"].as_array() {
+            for ver in list {
+                if ver["served"].as_bool().unwrap_or(crd.version() == "v1beta1") {
+                    versions.push(ver["name"].as_str().unwrap_or_default().to_owned());
+                }
+            }
+        } else if let Some(ver) = v["spec"]["version"].as_str() {
+            versions.push(ver.to_owned());
+        }
+        for ver in versions {
+            m.insert((format!("{g}/{ver}"), k.to_owned()), (crd.name().to_owned(), ver));
+        }
+    }
+    m
+}
+
+fn expected(o: &Original) -> Expected {
+    let orig = o.csv.value();
+    let mut reasons = BTreeSet::new();
+
+    // WATCH_NAMESPACE is rewritten to the OperatorGroup's target namespaces.
+    let mut deployments = orig["spec"]["install"]["spec"]["deployments"].clone();
+    for d in deployments.as_array_mut().into_iter().flatten() {
+        for list in ["initContainers", "containers"] {
+            let Some(cs) = d.pointer_mut(&format!("/spec/template/spec/{list}")) else { continue };
+            for c in cs.as_array_mut().into_iter().flatten() {
+                let Some(envs) = c.get_mut("env").and_then(Value::as_array_mut) else { continue };
+                for e in envs {
+                    if e["name"] == "WATCH_NAMESPACE" {
+                        let new = json!({"name": "WATCH_NAMESPACE", "valueFrom": {"fieldRef": {
+                            "fieldPath": "metadata.annotations['olm.targetNamespaces']"}}});
+                        if *e != new {
+                            *e = new;
+                            reasons.insert("watch-namespace");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    // owned: one entry per served version of every CRD in the bundle.
+    let served = served_of(&o.others);
+    let owned: BTreeSet<(String, String, String)> = served
+        .iter()
+        .map(|((_, kind), (name, ver))| (name.clone(), ver.clone(), kind.clone()))
+        .collect();
+    if owned != owned_keys(orig) {
+        reasons.insert("owned-per-served-version");
+    }
+
+    let csv_sas: BTreeSet<String> = deployment_sas(orig).into_iter().chain(extra_sas(orig)).collect();
+    let mut permissions = rules_by_sa(&orig["spec"]["install"]["spec"]["permissions"]);
+    let mut cluster_permissions = rules_by_sa(&orig["spec"]["install"]["spec"]["clusterPermissions"]);
+    let mut objects: BTreeMap<(String, String), Value> = BTreeMap::new();
+    let mut examples = alm_examples(orig);
+    let mut manifest_crs = Vec::new();
+    let roles: BTreeMap<(String, String), &Object> = o
+        .others
+        .iter()
+        .filter(|x| matches!(x.kind(), "Role" | "ClusterRole"))
+        .map(|x| ((x.kind().to_owned(), x.name().to_owned()), x))
+        .collect();
+    let mut folded_roles: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut needed_roles: BTreeSet<(String, String)> = BTreeSet::new();
+    // RoleBindings before ClusterRoleBindings, in file order: the generator's order.
+    let bindings: Vec<&Object> = o.others.iter().filter(|x| x.kind() == "RoleBinding")
+        .chain(o.others.iter().filter(|x| x.kind() == "ClusterRoleBinding")).collect();
+    for b in &bindings {
+        let rk = b.value()["roleRef"]["kind"].as_str().unwrap_or_default().to_owned();
+        let rn = b.value()["roleRef"]["name"].as_str().unwrap_or_default().to_owned();
+        let key = (rk, rn);
+        let Some(role) = roles.get(&key) else { continue };
+        let subjects = b.value()["subjects"].as_array().cloned().unwrap_or_default();
+        let mut all_csv = !subjects.is_empty();
+        for s in &subjects {
+            let name = s["name"].as_str().unwrap_or_default();
+            if s["kind"] == "ServiceAccount" && csv_sas.contains(name) {
+                let rules = role.value()["rules"].as_array().cloned().unwrap_or_default();
+                let dest = if b.kind() == "ClusterRoleBinding" { &mut cluster_permissions } else { &mut permissions };
+                dest.entry(name.to_owned()).or_default().extend(rules);
+                folded_roles.insert(key.clone());
+                reasons.insert("folded-binding");
+            } else {
+                all_csv = false;
+            }
+        }
+        if !all_csv {
+            needed_roles.insert(key.clone());
+        }
+    }
+    for x in &o.others {
+        let key = (x.kind().to_owned(), x.name().to_owned());
+        let gv = (x.api_version().to_owned(), x.kind().to_owned());
+        if x.kind() == "ServiceAccount" && csv_sas.contains(x.name()) {
+            reasons.insert("csv-sa-manifest");
+            continue;
+        }
+        if served.contains_key(&gv) {
+            reasons.insert("cr-as-example");
+            manifest_crs.push(x.value().clone());
+            continue;
+        }
+        if matches!(x.kind(), "Role" | "ClusterRole") && folded_roles.contains(&key) && !needed_roles.contains(&key) {
+            continue;
+        }
+        if matches!(x.kind(), "RoleBinding" | "ClusterRoleBinding") {
+            let subjects = x.value()["subjects"].as_array().cloned().unwrap_or_default();
+            let role_key = (
+                x.value()["roleRef"]["kind"].as_str().unwrap_or_default().to_owned(),
+                x.value()["roleRef"]["name"].as_str().unwrap_or_default().to_owned(),
+            );
+            let all_csv = !subjects.is_empty() && subjects.iter().all(|s| {
+                s["kind"] == "ServiceAccount" && csv_sas.contains(s["name"].as_str().unwrap_or_default())
+            });
+            if all_csv && roles.contains_key(&role_key) {
+                continue;
+            }
+        }
+        objects.insert(key, without_namespace(x.value()));
+    }
+    if !manifest_crs.is_empty() {
+        // The generator's input order: the bundle's own objects came before the samples.
+        let mut list = manifest_crs;
+        if let Some(ex) = &examples {
+            let decomposed = alm_examples_were_decomposed(o);
+            if decomposed {
+                for e in ex {
+                    if !list.contains(e) {
+                        list.push(e.clone());
+                    }
+                }
+            }
+        }
+        examples = Some(list);
+    }
+    Expected { deployments, permissions, cluster_permissions, owned, objects, examples, reasons }
+}
+
+/// Whether [`decompose`] turned alm-examples into sample objects for this bundle.
+fn alm_examples_were_decomposed(o: &Original) -> bool {
+    let (_, base) = decompose(o);
+    base.value()["metadata"]["annotations"]["alm-examples"] == "[]"
+}
+
+fn multiset(rules: &BTreeMap<String, Vec<Value>>) -> BTreeMap<String, Vec<String>> {
+    rules
+        .iter()
+        .map(|(k, v)| {
+            let mut r: Vec<String> = v.iter().map(Value::to_string).collect();
+            r.sort();
+            (k.clone(), r)
+        })
+        .collect()
+}
+
+fn compare(o: &Original, g: &bundle::Bundle) -> Outcome {
+    let e = expected(o);
+    let mut problems: Vec<String> = Vec::new();
+
+    let gd = &g.csv["spec"]["install"]["spec"]["deployments"];
+    if &e.deployments != gd {
+        problems.push(format!("deployments differ at {}", first_difference(&e.deployments, gd, String::new())));
+    }
+    let gp = rules_by_sa(&g.csv["spec"]["install"]["spec"]["permissions"]);
+    if multiset(&e.permissions) != multiset(&gp) {
+        problems.push(format!("permissions differ: {:?} vs {:?}", e.permissions.keys(), gp.keys()));
+    }
+    let gc = rules_by_sa(&g.csv["spec"]["install"]["spec"]["clusterPermissions"]);
+    if multiset(&e.cluster_permissions) != multiset(&gc) {
+        problems.push(format!("clusterPermissions differ: {:?} vs {:?}", e.cluster_permissions.keys(), gc.keys()));
+    }
+    if e.owned != owned_keys(&g.csv) {
+        problems.push(format!("owned CRDs differ: {:?} vs {:?}", e.owned, owned_keys(&g.csv)));
+    }
+
+    let mut written: BTreeMap<(String, String), Value> = BTreeMap::new();
+    for (path, bytes) in &g.files {
+        if !path.starts_with("manifests/") || path.ends_with(".clusterserviceversion.yaml") {
+            continue;
+        }
+        let text = String::from_utf8_lossy(bytes);
+        for d in yaml::parse_stream(&text, Path::new(path)).expect("generated YAML parses") {
+            let k = (
+                d.value["kind"].as_str().unwrap_or_default().to_owned(),
+                d.value["metadata"]["name"].as_str().unwrap_or_default().to_owned(),
+            );
+            written.insert(k, d.value);
+        }
+    }
+    if e.objects != written {
+        let a: BTreeSet<_> = e.objects.keys().collect();
+        let b: BTreeSet<_> = written.keys().collect();
+        problems.push(format!(
+            "objects differ: only original {:?}, only generated {:?}, changed {:?}",
+            a.difference(&b).collect::<Vec<_>>(),
+            b.difference(&a).collect::<Vec<_>>(),
+            a.intersection(&b).filter(|k| e.objects[**k] != written[**k]).collect::<Vec<_>>()
+        ));
+    }
+    if e.examples != alm_examples(&g.csv) {
+        problems.push("alm-examples differ".into());
+    }
+
+    if !problems.is_empty() {
+        Outcome::Mismatch(problems.join("; "))
+    } else if e.reasons.is_empty() {
+        Outcome::Match
+    } else {
+        Outcome::Explained(e.reasons)
+    }
+}
+
+/// JSON pointer of the first place where two values differ, with both sides.
+fn first_difference(a: &Value, b: &Value, at: String) -> String {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, v) in x {
+                match y.get(k) {
+                    Some(w) if v == w => {}
+                    Some(w) => return first_difference(v, w, format!("{at}/{k}")),
+                    None => return format!("{at}/{k} (only in original)"),
+                }
+            }
+            for k in y.keys() {
+                if !x.contains_key(k) {
+                    return format!("{at}/{k} (only in generated)");
+                }
+            }
+            format!("{at} (key order)")
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (v, w)) in x.iter().zip(y).enumerate() {
+                if v != w {
+                    return first_difference(v, w, format!("{at}/{i}"));
+                }
+            }
+            at
+        }
+        _ => format!("{at}: {a} vs {b}"),
+    }
+}
+
+fn corpus_bundles() -> Vec<PathBuf> {
+    let root = corpus_dir().join("bundles");
+    let mut out = Vec::new();
+    for op in std::fs::read_dir(&root).expect("corpus bundles") {
+        let op = op.unwrap().path();
+        for v in std::fs::read_dir(&op).unwrap() {
+            out.push(v.unwrap().path());
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn corpus_round_trip() {
+    let bundles = corpus_bundles();
+    assert_eq!(bundles.len(), 237, "the corpus has 237 bundles");
+    let mut tally: BTreeMap<String, usize> = BTreeMap::new();
+    let mut bad = Vec::new();
+    for b in &bundles {
+        let outcome = check(b);
+        let key = match &outcome {
+            Outcome::Match => "match".to_owned(),
+            Outcome::Explained(r) => format!("explained: {}", r.iter().copied().collect::<Vec<_>>().join(", ")),
+            Outcome::Skipped(r) => format!("skipped: {r}"),
+            Outcome::Mismatch(m) => {
+                bad.push(format!("{}: {m}", b.display()));
+                "MISMATCH".to_owned()
+            }
+        };
+        *tally.entry(key).or_default() += 1;
+    }
+    eprintln!("round trip of {} corpus bundles: {tally:#?}", bundles.len());
+    assert!(bad.is_empty(), "{} unexplained mismatches:\n{}", bad.len(), bad.join("\n"));
+}
