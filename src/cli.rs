@@ -18,7 +18,13 @@ pub struct Cli {
 #[derive(Debug, Args)]
 pub struct Global {
     /// Project config (default: ./opship.yaml when it exists).
-    #[arg(long, short = 'c', global = true, value_name = "FILE", env = "OPSHIP_CONFIG")]
+    #[arg(
+        long,
+        short = 'c',
+        global = true,
+        value_name = "FILE",
+        env = "OPSHIP_CONFIG"
+    )]
     pub config: Option<PathBuf>,
     /// More output (-v info, -vv debug).
     #[arg(long, short, action = clap::ArgAction::Count, global = true)]
@@ -63,7 +69,7 @@ pub enum GenerateCommand {
   kustomize build config/manifests | opship generate bundle --package my-operator \\
       --version 1.2.0 --channels stable --default-channel stable --replaces 1.1.0 \\
       --base-csv config/manifests/bases/my-operator.clusterserviceversion.yaml --output-dir bundle")]
-    Bundle(BundleArgs),
+    Bundle(Box<BundleArgs>),
 }
 
 #[derive(Debug, Args)]

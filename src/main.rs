@@ -21,10 +21,15 @@ fn main() -> ExitCode {
             {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("error: {err}");
+            let message = err.to_string();
+            eprintln!("error: {message}");
+            // Library errors already quote their cause; print only causes that add something.
             let mut source = err.source();
             while let Some(s) = source {
-                eprintln!("  caused by: {s}");
+                let text = s.to_string();
+                if !message.contains(&text) {
+                    eprintln!("  caused by: {text}");
+                }
                 source = s.source();
             }
             ExitCode::from(2)

@@ -17,12 +17,19 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
         if p.config.releases.is_empty() {
             return Err(format!("{} lists no `releases`", p.path.display()).into());
         }
-        p.config.releases.iter().map(|r| r.version.clone()).collect()
+        p.config
+            .releases
+            .iter()
+            .map(|r| r.version.clone())
+            .collect()
     } else {
         vec![args.version.clone().ok_or("--version is required")?]
     };
 
-    let source = match (&args.input, project.and_then(|p| p.config.manifests.as_ref().map(|m| p.resolve(m)))) {
+    let source = match (
+        &args.input,
+        project.and_then(|p| p.config.manifests.as_ref().map(|m| p.resolve(m))),
+    ) {
         (Some(i), _) => Source::from_arg(i),
         (None, Some(p)) => Source::Path(p),
         (None, None) => {
@@ -88,13 +95,19 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
                 .default_channel
                 .clone()
                 .or_else(|| project.and_then(|p| p.config.default_channel.clone())),
-            replaces: args.replaces.clone().or_else(|| release.and_then(|r| r.replaces.clone())),
+            replaces: args
+                .replaces
+                .clone()
+                .or_else(|| release.and_then(|r| r.replaces.clone())),
             skips: args
                 .skips
                 .clone()
                 .or_else(|| release.map(|r| r.skips.clone()))
                 .unwrap_or_default(),
-            skip_range: args.skip_range.clone().or_else(|| release.and_then(|r| r.skip_range.clone())),
+            skip_range: args
+                .skip_range
+                .clone()
+                .or_else(|| release.and_then(|r| r.skip_range.clone())),
             created_at: args
                 .created_at
                 .clone()
@@ -143,14 +156,22 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
             );
         }
     }
-    Ok(if drifted { ExitStatus::Failure } else { ExitStatus::Success })
+    Ok(if drifted {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
 }
 
 fn load_one(path: &Path) -> Result<Object, CmdError> {
     let mut objs = manifest::load(&Source::Path(path.to_path_buf()))?;
     match objs.len() {
         1 => Ok(objs.remove(0)),
-        n => Err(format!("{}: expected one ClusterServiceVersion, found {n} objects", path.display()).into()),
+        n => Err(format!(
+            "{}: expected one ClusterServiceVersion, found {n} objects",
+            path.display()
+        )
+        .into()),
     }
 }
 

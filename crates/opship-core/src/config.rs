@@ -226,8 +226,7 @@ impl Project {
 pub fn is_dns1123_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
-        && s
-            .bytes()
+        && s.bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
@@ -305,7 +304,10 @@ mod tests {
         let text = starter("demo-operator");
         let c: Config = yaml::parse_typed(&text, Path::new("opship.yaml")).unwrap();
         assert_eq!(c.package, "demo-operator");
-        assert_eq!(c.operator.unwrap().reference("1.2.3"), "quay.io/example/demo-operator:v1.2.3");
+        assert_eq!(
+            c.operator.unwrap().reference("1.2.3"),
+            "quay.io/example/demo-operator:v1.2.3"
+        );
         assert_eq!(c.releases.len(), 1);
     }
 

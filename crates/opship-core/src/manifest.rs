@@ -136,7 +136,9 @@ pub fn split_api_version(api_version: &str) -> (&str, &str) {
 pub fn parse_objects(text: &str, file: &Path) -> Result<Vec<Object>> {
     let mut out = Vec::new();
     for doc in yaml::parse_stream(text, file)? {
-        let is_list = doc.value["kind"].as_str().is_some_and(|k| k.ends_with("List"))
+        let is_list = doc.value["kind"]
+            .as_str()
+            .is_some_and(|k| k.ends_with("List"))
             && doc.value["items"].is_array();
         if is_list {
             let n = doc.value["items"].as_array().map_or(0, Vec::len);
@@ -235,9 +237,12 @@ mod tests {
 
     #[test]
     fn objects_need_kind() {
-        let err = parse_objects("apiVersion: v1\nmetadata:\n  name: x\n", Path::new("a.yaml"))
-            .unwrap_err()
-            .to_string();
+        let err = parse_objects(
+            "apiVersion: v1\nmetadata:\n  name: x\n",
+            Path::new("a.yaml"),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("a.yaml:1:1") && err.contains("kind"), "{err}");
     }
 
@@ -255,6 +260,9 @@ mod tests {
     #[test]
     fn api_version_split() {
         assert_eq!(split_api_version("v1"), ("", "v1"));
-        assert_eq!(split_api_version("rbac.authorization.k8s.io/v1"), ("rbac.authorization.k8s.io", "v1"));
+        assert_eq!(
+            split_api_version("rbac.authorization.k8s.io/v1"),
+            ("rbac.authorization.k8s.io", "v1")
+        );
     }
 }

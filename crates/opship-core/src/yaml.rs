@@ -259,7 +259,11 @@ fn pos_of<T>(s: &Spanned<T>) -> Pos {
     }
 }
 
-fn flatten(node: Spanned<Node>, pointer: &mut String, positions: &mut HashMap<String, Pos>) -> Value {
+fn flatten(
+    node: Spanned<Node>,
+    pointer: &mut String,
+    positions: &mut HashMap<String, Pos>,
+) -> Value {
     positions.insert(pointer.clone(), pos_of(&node));
     match node.value {
         Node::Null => Value::Null,
@@ -345,8 +349,8 @@ fn yaml_error(file: &Path, err: &serde_saphyr::Error) -> Error {
 /// byte-order mark and CRLF line ends are accepted.
 pub fn parse_stream(text: &str, file: &Path) -> Result<Vec<Document>> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let nodes: Vec<Spanned<Node>> =
-        serde_saphyr::from_multiple_with_options(text, options()).map_err(|e| yaml_error(file, &e))?;
+    let nodes: Vec<Spanned<Node>> = serde_saphyr::from_multiple_with_options(text, options())
+        .map_err(|e| yaml_error(file, &e))?;
     let file: Arc<Path> = Arc::from(file);
     Ok(nodes
         .into_iter()
@@ -401,7 +405,10 @@ pub fn read_text(path: &Path) -> Result<String> {
     })?;
     String::from_utf8(bytes).map_err(|e| Error::Yaml {
         origin: Origin::file(path),
-        message: format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+        message: format!(
+            "not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ),
     })
 }
 
@@ -417,14 +424,31 @@ fn ser_options() -> serde_saphyr::SerializerOptions {
     o
 }
 
-/// Writes one value as a YAML document. The output is a pure function of the value: same value,
-/// same bytes. Strings that YAML 1.1 or 1.2 readers could take for anything but a string
+/// The value with every mapping's keys in sorted order.
+pub fn sorted(value: &Value) -> Value {
+    match value {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), sorted(&m[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Writes one value as a YAML document in canonical form: mapping keys sorted (as kubectl and
+/// kustomize print them), so the bytes depend on the content only, not on how the input was
+/// laid out. Strings that YAML 1.1 or 1.2 readers could take for anything but a string
 /// (`yes`, `on`, `y`, `0644`, `null`, `1e3`, ...) are quoted.
 pub fn to_string(value: &Value) -> Result<String> {
     let mut out = String::new();
-    serde_saphyr::to_fmt_writer_with_options(&mut out, value, ser_options()).map_err(|e| {
-        Error::Internal(format!("could not write YAML: {e}"))
-    })?;
+    serde_saphyr::to_fmt_writer_with_options(&mut out, &sorted(value), ser_options())
+        .map_err(|e| Error::Internal(format!("could not write YAML: {e}")))?;
     if !out.ends_with('\n') {
         out.push('\n');
     }
@@ -461,7 +485,8 @@ mod tests {
 
     #[test]
     fn bom_crlf_and_empty_documents() {
-        let docs = p("\u{feff}---\r\na: 1\r\n---\r\n# only a comment\r\n---\r\nb: yes\r\n").unwrap();
+        let docs =
+            p("\u{feff}---\r\na: 1\r\n---\r\n# only a comment\r\n---\r\nb: yes\r\n").unwrap();
         assert_eq!(docs.len(), 2);
         assert_eq!(docs[0].value, json!({"a": 1}));
         assert_eq!(docs[1].origin("/b").pos.line, 6);
@@ -510,7 +535,10 @@ mod tests {
         assert_eq!(back, &v, "round trip of\n{out}");
         for line in out.lines() {
             if !line.starts_with("o:") {
-                assert!(line.contains('"') || line.contains('\''), "unquoted: {line}");
+                assert!(
+                    line.contains('"') || line.contains('\''),
+                    "unquoted: {line}"
+                );
             }
         }
     }

@@ -68,7 +68,9 @@ pub(crate) fn served_versions(crd: &Object) -> Vec<(String, String, String)> {
     if let Some(versions) = v["spec"]["versions"].as_array() {
         for ver in versions {
             // v1beta1 CRDs may leave `served` out of `versions`; it defaults to true there.
-            let served = ver["served"].as_bool().unwrap_or(crd.version() == "v1beta1");
+            let served = ver["served"]
+                .as_bool()
+                .unwrap_or(crd.version() == "v1beta1");
             if served && let Some(name) = ver["name"].as_str() {
                 out.push((group.clone(), name.to_owned(), kind.clone()));
             }
@@ -125,7 +127,11 @@ pub(crate) fn collect(objects: Vec<Object>, exclude_kinds: &[String]) -> Result<
     let served: HashSet<(String, String, String)> =
         c.crds.iter().flat_map(served_versions).collect();
     for o in rest {
-        let gvk = (o.group().to_owned(), o.version().to_owned(), o.kind().to_owned());
+        let gvk = (
+            o.group().to_owned(),
+            o.version().to_owned(),
+            o.kind().to_owned(),
+        );
         if served.contains(&gvk) {
             c.custom_resources.push(o);
         } else if exclude_kinds.iter().any(|k| k == o.kind()) {
@@ -195,7 +201,7 @@ fn check_deployment(d: &Object) -> Result<()> {
             Ok(())
         }
         _ => Err(d.error(
-            "/spec/template/spec",
+            "/spec/template/spec/containers",
             "has no containers (spec.template.spec.containers is empty or missing)",
         )),
     }

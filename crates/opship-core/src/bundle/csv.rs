@@ -63,10 +63,7 @@ pub(crate) fn new_base(package: &str) -> Object {
 /// Makes sure `base` is a CSV and gives back its content as a mapping.
 pub(crate) fn check_base(base: &Object) -> Result<()> {
     if base.kind() != "ClusterServiceVersion" {
-        return Err(base.error(
-            "/kind",
-            "the base CSV must be a ClusterServiceVersion",
-        ));
+        return Err(base.error("/kind", "the base CSV must be a ClusterServiceVersion"));
     }
     if !base.value()["spec"].is_object() && !base.value()["spec"].is_null() {
         return Err(base.error("/spec", "spec must be a mapping"));
@@ -77,7 +74,9 @@ pub(crate) fn check_base(base: &Object) -> Result<()> {
 /// Gets `obj[key]` as a mapping, creating it (or replacing a null) when needed.
 pub(crate) fn map_at<'a>(obj: &'a mut Value, key: &str) -> Result<&'a mut Map<String, Value>> {
     let Value::Object(parent) = obj else {
-        return Err(Error::Internal(format!("parent of `{key}` is not a mapping")));
+        return Err(Error::Internal(format!(
+            "parent of `{key}` is not a mapping"
+        )));
     };
     let slot = parent
         .entry(key.to_owned())
@@ -152,6 +151,7 @@ pub(crate) fn install_deployment(d: &Object) -> Value {
 
 /// `alm-examples`: the custom resources as a 2-space-indented JSON array.
 pub(crate) fn alm_examples(crs: &[Object]) -> String {
-    let list: Vec<&Value> = crs.iter().map(Object::value).collect();
+    // Keys sorted, like the YAML around it, so input layout does not leak into the output.
+    let list: Vec<Value> = crs.iter().map(|c| crate::yaml::sorted(c.value())).collect();
     serde_json::to_string_pretty(&list).unwrap_or_else(|_| "[]".into())
 }

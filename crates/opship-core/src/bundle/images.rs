@@ -30,12 +30,15 @@ pub(crate) fn replace_placeholder(
     for d in deployments {
         for list in CONTAINER_LISTS {
             let ptr = format!("/spec/template/spec/{list}");
-            let Some(cs) = d.value_mut().pointer_mut(&ptr).and_then(Value::as_array_mut) else {
+            let Some(cs) = d
+                .value_mut()
+                .pointer_mut(&ptr)
+                .and_then(Value::as_array_mut)
+            else {
                 continue;
             };
             for c in cs.iter_mut().filter_map(Value::as_object_mut) {
-                if c
-                    .get("image")
+                if c.get("image")
                     .and_then(Value::as_str)
                     .is_some_and(|i| is_placeholder(i, placeholder))
                 {
@@ -188,7 +191,9 @@ mod tests {
     use std::path::Path;
 
     fn dep(yaml: &str) -> Object {
-        crate::manifest::parse_objects(yaml, Path::new("d.yaml")).unwrap().remove(0)
+        crate::manifest::parse_objects(yaml, Path::new("d.yaml"))
+            .unwrap()
+            .remove(0)
     }
 
     const DEP: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: m}\nspec:\n  template:\n    spec:\n      containers:\n      - name: manager\n        image: controller:latest\n        env:\n        - name: RELATED_IMAGE_MEMCACHED_SERVER\n          value: memcached:1.6\n";
@@ -196,8 +201,14 @@ mod tests {
     #[test]
     fn placeholder_and_related() {
         let mut ds = vec![dep(DEP)];
-        assert_eq!(replace_placeholder(&mut ds, "controller", "quay.io/x/op:v1"), 1);
-        let base = vec![json!({"name": "manager", "image": "quay.io/x/op:v0"}), json!({"name": "extra", "image": "busybox:1"})];
+        assert_eq!(
+            replace_placeholder(&mut ds, "controller", "quay.io/x/op:v1"),
+            1
+        );
+        let base = vec![
+            json!({"name": "manager", "image": "quay.io/x/op:v0"}),
+            json!({"name": "extra", "image": "busybox:1"}),
+        ];
         let ri = related_images(&base, &ds).unwrap();
         assert_eq!(
             ri,
@@ -211,7 +222,10 @@ mod tests {
 
     #[test]
     fn same_container_name_in_two_deployments_is_qualified() {
-        let other = DEP.replace("name: m}", "name: other}").replace("controller:latest", "other:1").replace("RELATED_IMAGE_MEMCACHED_SERVER", "RELATED_IMAGE_X");
+        let other = DEP
+            .replace("name: m}", "name: other}")
+            .replace("controller:latest", "other:1")
+            .replace("RELATED_IMAGE_MEMCACHED_SERVER", "RELATED_IMAGE_X");
         let ri = related_images(&[], &[dep(DEP), dep(&other)]).unwrap();
         let names: Vec<&str> = ri.iter().map(|e| e["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["m-manager", "memcached-server", "other-manager"]);
@@ -219,8 +233,15 @@ mod tests {
 
     #[test]
     fn env_name_clash_is_an_error() {
-        let other = DEP.replace("name: m}", "name: other}").replace("memcached:1.6", "memcached:1.7");
-        let err = related_images(&[], &[dep(DEP), dep(&other)]).unwrap_err().to_string();
-        assert!(err.contains("name clash") && err.contains("d.yaml:12:"), "{err}");
+        let other = DEP
+            .replace("name: m}", "name: other}")
+            .replace("memcached:1.6", "memcached:1.7");
+        let err = related_images(&[], &[dep(DEP), dep(&other)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("name clash") && err.contains("d.yaml:12:"),
+            "{err}"
+        );
     }
 }

@@ -90,7 +90,9 @@ impl Metadata {
 
     /// `bundle.Dockerfile`, with paths relative to the bundle directory (the build context).
     pub fn dockerfile(&self) -> Result<String> {
-        let mut s = String::from("FROM scratch\n\n# Bundle labels, the same as metadata/annotations.yaml.\n");
+        let mut s = String::from(
+            "FROM scratch\n\n# Bundle labels, the same as metadata/annotations.yaml.\n",
+        );
         for (k, v) in self.annotations()? {
             s.push_str(&format!("LABEL {k}={}\n", dockerfile_value(&v)));
         }
@@ -107,8 +109,7 @@ impl Metadata {
 /// parser reads the same way).
 fn dockerfile_value(v: &str) -> String {
     let plain = !v.is_empty()
-        && v
-            .chars()
+        && v.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-._/:,+@".contains(c));
     if plain {
         v.to_owned()
@@ -128,13 +129,21 @@ mod tests {
             channels: vec!["stable".into(), "fast".into()],
             default_channel: Some("stable".into()),
             scorecard: true,
-            labels: BTreeMap::from([("com.redhat.openshift.versions".into(), "v4.14 v4.15".into())]),
+            labels: BTreeMap::from([(
+                "com.redhat.openshift.versions".into(),
+                "v4.14 v4.15".into(),
+            )]),
         };
         let df = m.dockerfile().unwrap();
-        assert!(df.contains("LABEL operators.operatorframework.io.bundle.channels.v1=stable,fast\n"));
+        assert!(
+            df.contains("LABEL operators.operatorframework.io.bundle.channels.v1=stable,fast\n")
+        );
         assert!(df.contains("LABEL com.redhat.openshift.versions=\"v4.14 v4.15\"\n"));
         let a = m.annotations_yaml().unwrap();
-        assert!(a.contains("com.redhat.openshift.versions: v4.14 v4.15"), "{a}");
+        assert!(
+            a.contains("com.redhat.openshift.versions: v4.14 v4.15"),
+            "{a}"
+        );
     }
 
     #[test]

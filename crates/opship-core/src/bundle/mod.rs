@@ -114,7 +114,9 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
         opts.channels.clone()
     };
     if let Some(bad) = channels.iter().find(|c| c.is_empty() || c.contains(',')) {
-        return Err(Error::Input(format!("channel name `{bad}` is empty or has a comma")));
+        return Err(Error::Input(format!(
+            "channel name `{bad}` is empty or has a comma"
+        )));
     }
     let mut warnings = Vec::new();
     if let Some(d) = &opts.default_channel
@@ -128,6 +130,13 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
     }
 
     let mut c = collect::collect(inputs.objects, &opts.exclude_kinds)?;
+    // Canonical order, whatever order the input came in: kustomize sorts by kind and name,
+    // a directory by path, and both must give the same bundle.
+    c.deployments.sort_by(|a, b| a.name().cmp(b.name()));
+    c.crds.sort_by(|a, b| a.name().cmp(b.name()));
+    c.custom_resources.sort_by(|a, b| {
+        (a.api_version(), a.kind(), a.name()).cmp(&(b.api_version(), b.kind(), b.name()))
+    });
     for o in &c.excluded {
         tracing::debug!("dropping {} ({}): kind excluded", o.describe(), o.origin());
     }
@@ -168,7 +177,8 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
     }
 
     // RBAC.
-    let mut csv_sas: BTreeSet<String> = c.deployments.iter().map(rbac::service_account_of).collect();
+    let mut csv_sas: BTreeSet<String> =
+        c.deployments.iter().map(rbac::service_account_of).collect();
     csv_sas.extend(opts.extra_service_accounts.iter().cloned());
     let folded = rbac::fold(&c, &csv_sas)?;
     warnings.extend(folded.warnings.iter().cloned());
@@ -195,7 +205,11 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
         spec.insert("replaces".into(), json!(csv_name(&opts.package, r)));
     }
     if !opts.skips.is_empty() {
-        let skips: Vec<String> = opts.skips.iter().map(|s| csv_name(&opts.package, s)).collect();
+        let skips: Vec<String> = opts
+            .skips
+            .iter()
+            .map(|s| csv_name(&opts.package, s))
+            .collect();
         spec.insert("skips".into(), json!(skips));
     }
     spec.insert("version".into(), json!(version));
@@ -224,18 +238,27 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
         ispec.remove("clusterPermissions");
         ispec.remove("deployments");
         if !folded.cluster_permissions.is_empty() {
-            ispec.insert("clusterPermissions".into(), Value::Array(folded.cluster_permissions.clone()));
+            ispec.insert(
+                "clusterPermissions".into(),
+                Value::Array(folded.cluster_permissions.clone()),
+            );
         }
         let deployments: Vec<Value> = c.deployments.iter().map(csv::install_deployment).collect();
         ispec.insert("deployments".into(), Value::Array(deployments));
         if !folded.permissions.is_empty() {
-            ispec.insert("permissions".into(), Value::Array(folded.permissions.clone()));
+            ispec.insert(
+                "permissions".into(),
+                Value::Array(folded.permissions.clone()),
+            );
         }
         install.insert("spec".into(), Value::Object(ispec));
     }
 
-    if let Some(defs) = webhooks::definitions(&c.webhook_configs, &c.crds, &c.services, &c.deployments) {
-        csv::map_at(&mut csv_value, "spec")?.insert("webhookdefinitions".into(), Value::Array(defs));
+    if let Some(defs) =
+        webhooks::definitions(&c.webhook_configs, &c.crds, &c.services, &c.deployments)
+    {
+        csv::map_at(&mut csv_value, "spec")?
+            .insert("webhookdefinitions".into(), Value::Array(defs));
     }
 
     let related = images::related_images(&base_related, &c.deployments)?;
@@ -258,19 +281,33 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
     manifests.extend(folded.leftover.iter().cloned());
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
     let csv_file = layout::file_name(&csv_obj, &opts.package);
-    files.insert(format!("manifests/{csv_file}"), yaml::to_string(&csv_value)?.into_bytes());
+    files.insert(
+        format!("manifests/{csv_file}"),
+        yaml::to_string(&csv_value)?.into_bytes(),
+    );
     names.insert(csv_file, 1);
     for mut o in manifests {
         layout::check_name(&o)?;
-        if let Some(meta) = o.value_mut().get_mut("metadata").and_then(serde_json::Value::as_object_mut) {
+        if let Some(meta) = o
+            .value_mut()
+            .get_mut("metadata")
+            .and_then(serde_json::Value::as_object_mut)
+        {
             // OLM installs bundle objects into the operator's namespace, whatever it is.
             meta.remove("namespace");
         }
         let name = layout::file_name(&o, &opts.package);
         let n = names.entry(name.clone()).or_insert(0);
         *n += 1;
-        let name = if *n == 1 { name } else { format!("dup{}_{name}", *n - 1) };
-        files.insert(format!("manifests/{name}"), yaml::to_string(o.value())?.into_bytes());
+        let name = if *n == 1 {
+            name
+        } else {
+            format!("dup{}_{name}", *n - 1)
+        };
+        files.insert(
+            format!("manifests/{name}"),
+            yaml::to_string(o.value())?.into_bytes(),
+        );
     }
 
     let metadata = Metadata {
@@ -280,10 +317,19 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
         scorecard: c.scorecard.is_some(),
         labels: opts.labels.clone(),
     };
-    files.insert("metadata/annotations.yaml".into(), metadata.annotations_yaml()?.into_bytes());
-    files.insert("bundle.Dockerfile".into(), metadata.dockerfile()?.into_bytes());
+    files.insert(
+        "metadata/annotations.yaml".into(),
+        metadata.annotations_yaml()?.into_bytes(),
+    );
+    files.insert(
+        "bundle.Dockerfile".into(),
+        metadata.dockerfile()?.into_bytes(),
+    );
     if let Some(sc) = &c.scorecard {
-        files.insert("tests/scorecard/config.yaml".into(), yaml::to_string(sc.value())?.into_bytes());
+        files.insert(
+            "tests/scorecard/config.yaml".into(),
+            yaml::to_string(sc.value())?.into_bytes(),
+        );
     }
 
     Ok(Bundle {
@@ -303,9 +349,9 @@ fn apply_annotations(csv_value: &mut Value, c: &collect::Collected, opts: &Optio
     if slot.is_null() {
         *slot = Value::Object(serde_json::Map::new());
     }
-    let ann = slot
-        .as_object_mut()
-        .ok_or_else(|| Error::Input("the base CSV's metadata.annotations must be a mapping".into()))?;
+    let ann = slot.as_object_mut().ok_or_else(|| {
+        Error::Input("the base CSV's metadata.annotations must be a mapping".into())
+    })?;
     if let Some(r) = &opts.skip_range {
         ann.insert("olm.skipRange".into(), json!(r));
     }
@@ -316,7 +362,10 @@ fn apply_annotations(csv_value: &mut Value, c: &collect::Collected, opts: &Optio
         ann.insert("containerImage".into(), json!(reference));
     }
     if !c.custom_resources.is_empty() {
-        ann.insert("alm-examples".into(), json!(csv::alm_examples(&c.custom_resources)));
+        ann.insert(
+            "alm-examples".into(),
+            json!(csv::alm_examples(&c.custom_resources)),
+        );
     }
     Ok(())
 }

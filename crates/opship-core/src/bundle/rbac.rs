@@ -31,7 +31,10 @@ fn is_builtin_cluster_role(name: &str) -> bool {
 }
 
 fn rules_of(role: &Object) -> Vec<Value> {
-    role.value()["rules"].as_array().cloned().unwrap_or_default()
+    role.value()["rules"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// Folds the bindings of `c` for the service accounts in `csv_sas`.
@@ -58,11 +61,15 @@ pub(crate) fn fold(c: &Collected, csv_sas: &BTreeSet<String>) -> Result<Folded> 
     let mut cperms: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     let mut out = Folded::default();
 
-    let bindings = c
+    // Bindings in name order, so the rules' order does not depend on the input's file order
+    // (a directory and a kustomize stream of the same objects give the same CSV).
+    let mut bindings: Vec<(&Object, bool)> = c
         .role_bindings
         .iter()
         .map(|b| (b, false))
-        .chain(c.cluster_role_bindings.iter().map(|b| (b, true)));
+        .chain(c.cluster_role_bindings.iter().map(|b| (b, true)))
+        .collect();
+    bindings.sort_by(|a, b| (a.1, a.0.name()).cmp(&(b.1, b.0.name())));
     for (binding, cluster_scoped) in bindings {
         let role_ref = &binding.value()["roleRef"];
         let ref_kind = role_ref["kind"].as_str().unwrap_or_default();
@@ -122,7 +129,11 @@ pub(crate) fn fold(c: &Collected, csv_sas: &BTreeSet<String>) -> Result<Folded> 
                     rules_of(&c.roles[idx])
                 };
                 // A ClusterRole granted through a RoleBinding only applies in the namespace.
-                let dest = if cluster_scoped { &mut cperms } else { &mut perms };
+                let dest = if cluster_scoped {
+                    &mut cperms
+                } else {
+                    &mut perms
+                };
                 dest.entry(name.to_owned()).or_default().extend(rules);
             } else {
                 any_other = true;

@@ -12,7 +12,10 @@ pub fn corpus_dir() -> PathBuf {
         return PathBuf::from(p);
     }
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    for c in [repo.join("../shared/corpus"), PathBuf::from("/work/shared/corpus")] {
+    for c in [
+        repo.join("../shared/corpus"),
+        PathBuf::from("/work/shared/corpus"),
+    ] {
         if c.join("bundles").is_dir() {
             return c;
         }

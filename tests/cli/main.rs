@@ -1,0 +1,90 @@
+//! Integration tests of the `opship` binary, one test binary: the sample operator end to end,
+//! drift checks, kustomize interop and bad input.
+
+mod bad_input;
+mod generate;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `opship` as built for this test run.
+pub fn opship() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_opship"));
+    c.env_remove("SOURCE_DATE_EPOCH")
+        .env_remove("OPSHIP_CONFIG")
+        .env("NO_COLOR", "1");
+    c
+}
+
+/// Copies a directory tree.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+/// A copy of the sample operator's `bundle/` in a temporary directory.
+pub fn sample_copy() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("bundle");
+    copy_dir(&repo().join("bundle"), &dir);
+    (tmp, dir)
+}
+
+/// Every file under `dir`, relative path → content (lossy UTF-8, so failures show text).
+pub fn read_tree(dir: &Path) -> std::collections::BTreeMap<String, String> {
+    fn walk(root: &Path, dir: &Path, out: &mut std::collections::BTreeMap<String, String>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                walk(root, &e.path(), out);
+            } else {
+                let rel = e
+                    .path()
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.insert(
+                    rel,
+                    String::from_utf8_lossy(&std::fs::read(e.path()).unwrap()).into_owned(),
+                );
+            }
+        }
+    }
+    let mut out = Default::default();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// Output of a finished command, for assertions.
+pub struct Run {
+    /// Exit code.
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+/// Runs a command to completion.
+pub fn run(cmd: &mut Command) -> Run {
+    let out = cmd.output().expect("run opship");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
