@@ -1,7 +1,9 @@
 //! Integration tests of opship-core, one binary: the corpus round trip, the sample operator's
 //! generated bundles, and bad input.
 
+mod decompose;
 mod roundtrip;
+mod sample;
 
 use std::path::PathBuf;
 

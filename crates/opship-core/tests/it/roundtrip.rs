@@ -6,12 +6,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use opship_core::bundle::{self, Inputs, Options};
-use opship_core::manifest::{self, Object, Source};
+use opship_core::bundle;
+use opship_core::manifest::Object;
 use opship_core::yaml;
 use serde_json::{Value, json};
 
 use crate::corpus_dir;
+use crate::decompose::{
+    Original, alm_examples, decompose, deployment_sas, extra_sas, inputs_for, rules_by_sa,
+};
 
 /// How a regenerated bundle compares with the original.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -24,175 +27,6 @@ pub enum Outcome {
     Mismatch(String),
     /// The original could not be decomposed (no install strategy).
     Skipped(&'static str),
-}
-
-struct Original {
-    csv: Object,
-    others: Vec<Object>,
-    package: String,
-    channels: Vec<String>,
-    default_channel: Option<String>,
-}
-
-fn load_original(dir: &Path) -> Result<Original, String> {
-    let objs = manifest::load(&Source::Path(dir.join("manifests"))).map_err(|e| e.to_string())?;
-    let (csvs, others): (Vec<Object>, Vec<Object>) = objs
-        .into_iter()
-        .partition(|o| o.kind() == "ClusterServiceVersion");
-    let csv = csvs.into_iter().next().ok_or("no CSV")?;
-    let ann =
-        yaml::read_stream(&dir.join("metadata/annotations.yaml")).map_err(|e| e.to_string())?;
-    let a = &ann[0].value["annotations"];
-    let s = |k: &str| a[k].as_str().map(str::to_owned);
-    Ok(Original {
-        csv,
-        others,
-        package: s("operators.operatorframework.io.bundle.package.v1").ok_or("no package")?,
-        channels: s("operators.operatorframework.io.bundle.channels.v1")
-            .unwrap_or_default()
-            .split(',')
-            .map(|c| c.trim().to_owned())
-            .filter(|c| !c.is_empty())
-            .collect(),
-        default_channel: s("operators.operatorframework.io.bundle.channel.default.v1")
-            .filter(|d| !d.is_empty()),
-    })
-}
-
-fn obj(v: Value) -> Object {
-    Object::generated(v, Path::new("<decomposed>"))
-}
-
-/// What a kubebuilder project's `kustomize build` would give for this CSV.
-fn decompose(o: &Original) -> (Vec<Object>, Object) {
-    let spec = &o.csv.value()["spec"]["install"]["spec"];
-    let mut objects = Vec::new();
-    let mut sas = BTreeSet::new();
-    for d in spec["deployments"].as_array().into_iter().flatten() {
-        let mut meta = json!({"name": d["name"], "namespace": "system"});
-        if let Some(l) = d.get("label").filter(|l| l.is_object()) {
-            meta["labels"] = l.clone();
-        }
-        let pod = &d["spec"]["template"]["spec"];
-        let sa = pod["serviceAccountName"]
-            .as_str()
-            .or(pod["serviceAccount"].as_str())
-            .unwrap_or("default");
-        sas.insert(sa.to_owned());
-        objects.push(obj(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": d["spec"]})));
-    }
-    for (field, cluster) in [("permissions", false), ("clusterPermissions", true)] {
-        for (i, p) in spec[field].as_array().into_iter().flatten().enumerate() {
-            let sa = p["serviceAccountName"].as_str().unwrap_or_default();
-            sas.insert(sa.to_owned());
-            let (rk, bk) = if cluster {
-                ("ClusterRole", "ClusterRoleBinding")
-            } else {
-                ("Role", "RoleBinding")
-            };
-            let name = format!("{sa}-{}-{i}", if cluster { "cluster" } else { "ns" });
-            let mut role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": rk,
-                "metadata": {"name": name}, "rules": p["rules"]});
-            let mut binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": bk,
-                "metadata": {"name": format!("{name}-binding")},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": rk, "name": name},
-                "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": "system"}]});
-            if !cluster {
-                role["metadata"]["namespace"] = json!("system");
-                binding["metadata"]["namespace"] = json!("system");
-            }
-            objects.push(obj(role));
-            objects.push(obj(binding));
-        }
-    }
-    for sa in &sas {
-        objects.push(obj(json!({"apiVersion": "v1", "kind": "ServiceAccount",
-            "metadata": {"name": sa, "namespace": "system"}})));
-    }
-    objects.push(obj(
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "system"}}),
-    ));
-    objects.extend(o.others.iter().cloned());
-
-    // The CRs of alm-examples come back as sample objects when they are all instances of the
-    // bundle's CRDs (otherwise the base keeps the annotation).
-    let mut base = o.csv.value().clone();
-    if let Some(examples) = alm_examples(o.csv.value()) {
-        let served: BTreeSet<(String, String)> = o
-            .others
-            .iter()
-            .filter(|x| x.kind() == "CustomResourceDefinition")
-            .flat_map(|crd| {
-                let g = crd.value()["spec"]["group"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned();
-                let k = crd.value()["spec"]["names"]["kind"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned();
-                let mut out = Vec::new();
-                for v in crd.value()["spec"]["versions"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                {
-                    if v["served"].as_bool().unwrap_or(true) {
-                        out.push((
-                            format!("{g}/{}", v["name"].as_str().unwrap_or_default()),
-                            k.clone(),
-                        ));
-                    }
-                }
-                if let Some(v) = crd.value()["spec"]["version"].as_str() {
-                    out.push((format!("{g}/{v}"), k.clone()));
-                }
-                out
-            })
-            .collect();
-        let all_owned = !examples.is_empty()
-            && examples.iter().all(|e| {
-                served.contains(&(
-                    e["apiVersion"].as_str().unwrap_or_default().to_owned(),
-                    e["kind"].as_str().unwrap_or_default().to_owned(),
-                )) && e["metadata"]["name"].is_string()
-            });
-        let distinct: BTreeSet<String> = examples.iter().map(|e| e.to_string()).collect();
-        if all_owned && distinct.len() == examples.len() {
-            objects.extend(examples.into_iter().map(obj));
-            base["metadata"]["annotations"]["alm-examples"] = json!("[]");
-        }
-    }
-    if let Some(install) = base["spec"]["install"]["spec"].as_object_mut() {
-        install.remove("deployments");
-        install.remove("permissions");
-        install.remove("clusterPermissions");
-    }
-    (objects, obj(base))
-}
-
-fn alm_examples(csv: &Value) -> Option<Vec<Value>> {
-    let s = csv["metadata"]["annotations"]["alm-examples"].as_str()?;
-    serde_json::from_str::<Vec<Value>>(s).ok()
-}
-
-fn rules_by_sa(list: &Value) -> BTreeMap<String, Vec<Value>> {
-    let mut m: BTreeMap<String, Vec<Value>> = BTreeMap::new();
-    for p in list.as_array().into_iter().flatten() {
-        let rules = p["rules"].as_array().cloned().unwrap_or_default();
-        if rules.is_empty() {
-            continue;
-        }
-        m.entry(
-            p["serviceAccountName"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-        )
-        .or_default()
-        .extend(rules);
-    }
-    m
 }
 
 fn owned_keys(csv: &Value) -> BTreeSet<(String, String, String)> {
@@ -218,83 +52,19 @@ fn without_namespace(v: &Value) -> Value {
     v
 }
 
-/// Service accounts of the CSV's deployments.
-fn deployment_sas(csv: &Value) -> BTreeSet<String> {
-    csv["spec"]["install"]["spec"]["deployments"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|d| {
-            let pod = &d["spec"]["template"]["spec"];
-            pod["serviceAccountName"]
-                .as_str()
-                .or(pod["serviceAccount"].as_str())
-                .unwrap_or("default")
-                .to_owned()
-        })
-        .collect()
-}
-
-/// Service accounts that have permissions but run no deployment: a user passes them with
-/// `--extra-service-accounts`, so the round trip does too.
-fn extra_sas(csv: &Value) -> Vec<String> {
-    let deps = deployment_sas(csv);
-    let mut out = BTreeSet::new();
-    for field in ["permissions", "clusterPermissions"] {
-        for sa in rules_by_sa(&csv["spec"]["install"]["spec"][field]).into_keys() {
-            if !deps.contains(&sa) {
-                out.insert(sa);
-            }
-        }
-    }
-    out.into_iter().collect()
-}
-
 /// Regenerates one corpus bundle and compares.
 pub fn check(dir: &Path) -> Outcome {
-    let o = match load_original(dir) {
-        Ok(o) => o,
+    let (o, inputs, opts) = match inputs_for(dir) {
+        Ok(x) => x,
         Err(e) if e.contains("duplicate mapping key") => {
             return Outcome::Explained(BTreeSet::from(["duplicate-key"]));
         }
+        Err(e) if e.starts_with("CSV ") => {
+            return Outcome::Skipped("no install strategy or version");
+        }
         Err(e) => return Outcome::Mismatch(format!("loading the original: {e}")),
     };
-    let install = &o.csv.value()["spec"]["install"];
-    if install["spec"]["deployments"]
-        .as_array()
-        .is_none_or(Vec::is_empty)
-    {
-        return Outcome::Skipped("CSV without install strategy deployments");
-    }
-    let (objects, base) = decompose(&o);
-    let version = o.csv.value()["spec"]["version"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    let Ok(version) = semver::Version::parse(&version) else {
-        return Outcome::Skipped("CSV spec.version is not semver");
-    };
-    let opts = Options {
-        package: o.package.clone(),
-        version,
-        channels: o.channels.clone(),
-        default_channel: o.default_channel.clone(),
-        replaces: None,
-        skips: vec![],
-        skip_range: None,
-        created_at: None,
-        extra_service_accounts: extra_sas(o.csv.value()),
-        exclude_kinds: vec!["Namespace".into()],
-        labels: BTreeMap::new(),
-        operator_image: None,
-    };
-    match bundle::generate(
-        Inputs {
-            objects,
-            base_csv: Some(base),
-        },
-        &opts,
-    ) {
+    match bundle::generate(inputs, &opts) {
         Ok(b) => compare(&o, &b),
         // The original binds a role it does not ship: opship refuses such input.
         Err(e) if e.to_string().contains("which is not among the manifests") => {
@@ -694,8 +464,9 @@ fn corpus_round_trip() {
     assert_eq!(bundles.len(), 237, "the corpus has 237 bundles");
     let mut tally: BTreeMap<String, usize> = BTreeMap::new();
     let mut bad = Vec::new();
-    for b in &bundles {
-        let outcome = check(b);
+    use rayon::prelude::*;
+    let outcomes: Vec<Outcome> = bundles.par_iter().map(|b| check(b)).collect();
+    for (b, outcome) in bundles.iter().zip(outcomes) {
         let key = match &outcome {
             Outcome::Match => "match".to_owned(),
             Outcome::Explained(r) => format!(
