@@ -2,6 +2,7 @@
 //! generated bundles, and bad input.
 
 mod decompose;
+mod generate;
 mod roundtrip;
 mod sample;
 
