@@ -209,11 +209,7 @@ fn unwritable_output_dir_leaves_the_old_bundle() {
             read_tree(&dir.join("0.1.0")),
             "old bundle must stay intact"
         );
-        let leftovers: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with('.'))
-            .collect();
+        let leftovers = crate::hidden_entries(&dir);
         assert!(
             leftovers.is_empty(),
             "temporary directories left: {leftovers:?}"

@@ -122,11 +122,7 @@ fn stale_files_are_removed_and_the_swap_is_whole() {
         read_tree(&repo().join("bundle/0.1.0"))
     );
     // No temporary directories are left next to the bundle.
-    let leftovers: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with('.'))
-        .collect();
+    let leftovers = crate::hidden_entries(&dir);
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 

@@ -69,6 +69,15 @@ pub fn read_tree(dir: &Path) -> std::collections::BTreeMap<String, String> {
     out
 }
 
+/// Hidden entries of `dir`: what a failed or finished atomic write must not leave behind.
+pub fn hidden_entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect()
+}
+
 /// Output of a finished command, for assertions.
 pub struct Run {
     /// Exit code.
