@@ -342,16 +342,8 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
 
 /// `metadata.annotations` of the CSV: skipRange, createdAt, containerImage, alm-examples.
 fn apply_annotations(csv_value: &mut Value, c: &collect::Collected, opts: &Options) -> Result<()> {
-    let meta = csv::map_at(csv_value, "metadata")?;
-    let slot = meta
-        .entry("annotations".to_owned())
-        .or_insert_with(|| Value::Object(serde_json::Map::new()));
-    if slot.is_null() {
-        *slot = Value::Object(serde_json::Map::new());
-    }
-    let ann = slot.as_object_mut().ok_or_else(|| {
-        Error::Input("the base CSV's metadata.annotations must be a mapping".into())
-    })?;
+    csv::map_at(csv_value, "metadata")?;
+    let ann = csv::map_at(&mut csv_value["metadata"], "annotations")?;
     if let Some(r) = &opts.skip_range {
         ann.insert("olm.skipRange".into(), json!(r));
     }
