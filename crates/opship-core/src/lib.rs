@@ -7,6 +7,7 @@ pub mod config;
 pub mod error;
 pub mod fsutil;
 pub mod manifest;
+pub mod semver_range;
 pub mod yaml;
 
 pub use error::{Error, Result};

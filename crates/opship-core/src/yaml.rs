@@ -263,6 +263,7 @@ fn flatten(
     node: Spanned<Node>,
     pointer: &mut String,
     positions: &mut HashMap<String, Pos>,
+    dups: &mut Vec<(String, Pos)>,
 ) -> Value {
     positions.insert(pointer.clone(), pos_of(&node));
     match node.value {
@@ -276,7 +277,7 @@ fn flatten(
                 let len = pointer.len();
                 pointer.push('/');
                 pointer.push_str(&i.to_string());
-                out.push(flatten(item, pointer, positions));
+                out.push(flatten(item, pointer, positions, dups));
                 pointer.truncate(len);
             }
             Value::Array(out)
@@ -287,9 +288,14 @@ fn flatten(
                 let len = pointer.len();
                 pointer.push('/');
                 pointer.push_str(&escape_pointer_token(&key));
-                let v = flatten(value, pointer, positions);
+                let at = pos_of(&value);
+                let v = flatten(value, pointer, positions, dups);
                 pointer.truncate(len);
-                out.insert(key, v);
+                // Only reached in lenient mode: the strict parser refuses duplicates earlier.
+                // The later value wins, as in Go's JSON decoding that Kubernetes tools use.
+                if out.insert(key.clone(), v).is_some() {
+                    dups.push((key, at));
+                }
             }
             Value::Object(out)
         }
@@ -313,10 +319,14 @@ fn budget() -> serde_saphyr::Budget {
 }
 
 fn options() -> serde_saphyr::Options {
+    options_with(serde_saphyr::DuplicateKeyPolicy::Error)
+}
+
+fn options_with(duplicate_keys: serde_saphyr::DuplicateKeyPolicy) -> serde_saphyr::Options {
     serde_saphyr::options! {
         // Kubernetes reads YAML 1.1: `defaultMode: 0644` means 420, not 644.
         legacy_octal_numbers: true,
-        duplicate_keys: serde_saphyr::DuplicateKeyPolicy::Error,
+        duplicate_keys: duplicate_keys,
         budget: Some(budget()),
         with_snippet: false,
     }
@@ -348,16 +358,42 @@ fn yaml_error(file: &Path, err: &serde_saphyr::Error) -> Error {
 /// Parses a stream of YAML documents (`---` separated). Empty documents are skipped. A leading
 /// byte-order mark and CRLF line ends are accepted.
 pub fn parse_stream(text: &str, file: &Path) -> Result<Vec<Document>> {
+    parse_stream_with(text, file, serde_saphyr::DuplicateKeyPolicy::Error).map(|(docs, _)| docs)
+}
+
+/// A mapping key given twice, found by [`parse_stream_lenient`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DuplicateKey {
+    /// The key.
+    pub key: String,
+    /// Where its second value starts.
+    pub origin: Origin,
+}
+
+/// Like [`parse_stream`], but a key given twice in one mapping is accepted (the later value
+/// wins, as Go's Kubernetes libraries decide) and reported, for validators that must read what
+/// the reference tools accept.
+pub fn parse_stream_lenient(text: &str, file: &Path) -> Result<(Vec<Document>, Vec<DuplicateKey>)> {
+    parse_stream_with(text, file, serde_saphyr::DuplicateKeyPolicy::PassThrough)
+}
+
+fn parse_stream_with(
+    text: &str,
+    file: &Path,
+    policy: serde_saphyr::DuplicateKeyPolicy,
+) -> Result<(Vec<Document>, Vec<DuplicateKey>)> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let nodes: Vec<Spanned<Node>> = serde_saphyr::from_multiple_with_options(text, options())
-        .map_err(|e| yaml_error(file, &e))?;
+    let nodes: Vec<Spanned<Node>> =
+        serde_saphyr::from_multiple_with_options(text, options_with(policy))
+            .map_err(|e| yaml_error(file, &e))?;
     let file: Arc<Path> = Arc::from(file);
-    Ok(nodes
+    let mut dups = Vec::new();
+    let docs = nodes
         .into_iter()
         .filter(|n| !matches!(n.value, Node::Null))
         .map(|node| {
             let mut positions = HashMap::new();
-            let value = flatten(node, &mut String::new(), &mut positions);
+            let value = flatten(node, &mut String::new(), &mut positions, &mut dups);
             Document {
                 value,
                 file: file.clone(),
@@ -365,7 +401,18 @@ pub fn parse_stream(text: &str, file: &Path) -> Result<Vec<Document>> {
                 prefix: String::new(),
             }
         })
-        .collect())
+        .collect();
+    let dups = dups
+        .into_iter()
+        .map(|(key, pos)| DuplicateKey {
+            key,
+            origin: Origin {
+                file: file.clone(),
+                pos,
+            },
+        })
+        .collect();
+    Ok((docs, dups))
 }
 
 /// Parses exactly one document; an empty file or a stream of several is an error.

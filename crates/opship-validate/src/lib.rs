@@ -1,0 +1,135 @@
+//! Bundle validation for opship: the rules of operator-framework/api (CSV, CRD and bundle
+//! validators, the optional OperatorHub, good-practices, deprecated-API and object validators)
+//! and opship's own suites (OLM v1, RBAC least privilege, CRD examples), each finding tagged
+//! with a stable rule ID, a level and a `file:line:col`.
+//!
+//! The flow: [`load::load_dir`] (or [`load::load_files`] for unpacked images) reads a bundle,
+//! recording format problems as findings; [`validate`] runs the selected suites over it;
+//! [`report`] renders the findings as text, JSON, SARIF or GitHub annotations.
+
+/// Declares a rule constant: `rule!(Suite, ID, Level, upstream, summary, help)`.
+macro_rules! rule {
+    ($suite:ident, $id:ident, $level:ident, $upstream:expr, $summary:expr, $help:expr) => {
+        #[doc = $summary]
+        pub const $id: $crate::rule::Rule = $crate::rule::Rule {
+            id: stringify!($id),
+            suite: $crate::rule::Suite::$suite,
+            level: $crate::rule::Level::$level,
+            upstream: $upstream,
+            summary: $summary,
+            help: $help,
+        };
+    };
+}
+
+pub mod bundle;
+pub mod crd;
+pub mod crd_examples;
+pub mod csv;
+pub mod deprecated;
+pub mod error;
+pub mod format;
+pub mod good_practices;
+pub mod load;
+pub mod objects;
+pub mod olm_v1;
+pub mod operatorhub;
+pub mod rbac;
+pub mod report;
+pub mod rule;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+pub use error::{Error, Result};
+pub use load::Bundle;
+pub use rule::{Finding, Level, Rule, Suite};
+
+/// What to run.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Optional suites to run on top of the default ones.
+    pub optional: BTreeSet<Suite>,
+    /// The Kubernetes version the bundle targets (`--k8s-version`); removed APIs at or below it
+    /// are errors, later ones warnings.
+    pub k8s_version: Option<semver::Version>,
+    /// Replacement list of OperatorHub categories (`--categories FILE`, like operator-sdk's
+    /// `OPERATOR_BUNDLE_CATEGORIES`).
+    pub categories: Option<Vec<String>>,
+}
+
+impl Options {
+    /// Whether a suite runs under these options.
+    pub fn runs(&self, suite: Suite) -> bool {
+        !suite.is_optional() || self.optional.contains(&suite)
+    }
+
+    /// Every suite, as `--select-optional all` gives.
+    pub fn all() -> Options {
+        Options {
+            optional: Suite::ALL.into_iter().filter(|s| s.is_optional()).collect(),
+            ..Options::default()
+        }
+    }
+}
+
+/// The outcome for one bundle.
+#[derive(Debug, Clone)]
+pub struct BundleReport {
+    /// The bundle as the user named it.
+    pub path: PathBuf,
+    /// Its name (directory name).
+    pub name: String,
+    /// Findings, sorted by file, line, column and rule.
+    pub findings: Vec<Finding>,
+}
+
+impl BundleReport {
+    /// Whether any finding is an error.
+    pub fn has_errors(&self) -> bool {
+        self.findings.iter().any(|f| f.level == Level::Error)
+    }
+}
+
+/// Runs the selected suites over a loaded bundle.
+pub fn validate(b: &Bundle, opts: &Options) -> Vec<Finding> {
+    let mut out = b.findings.clone();
+    type Check = fn(&Bundle, &Options, &mut Vec<Finding>);
+    let suites: [(Suite, Check); 10] = [
+        (Suite::Csv, csv::check),
+        (Suite::Crd, crd::check),
+        (Suite::Bundle, bundle::check),
+        (Suite::Operatorhub, operatorhub::check),
+        (Suite::GoodPractices, good_practices::check),
+        (Suite::DeprecatedApis, deprecated::check),
+        (Suite::BundleObjects, objects::check),
+        (Suite::OlmV1, olm_v1::check),
+        (Suite::Rbac, rbac::check),
+        (Suite::CrdExamples, crd_examples::check),
+    ];
+    for (suite, check) in suites {
+        if opts.runs(suite) {
+            check(b, opts, &mut out);
+        }
+    }
+    out.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    out.dedup();
+    out
+}
+
+/// Loads and validates one bundle directory.
+pub fn validate_dir(dir: &Path, opts: &Options) -> Result<BundleReport> {
+    let b = load::load_dir(dir)?;
+    Ok(BundleReport {
+        path: dir.to_path_buf(),
+        name: b.name.clone(),
+        findings: validate(&b, opts),
+    })
+}
+
+/// Validates many bundle directories in parallel; results keep the order of `dirs`.
+pub fn validate_dirs(dirs: &[PathBuf], opts: &Options) -> Vec<Result<BundleReport>> {
+    dirs.par_iter().map(|d| validate_dir(d, opts)).collect()
+}

@@ -1,0 +1,505 @@
+//! Reading a bundle for validation: the on-disk (or in-memory, for unpacked images) registry+v1
+//! layout turned into a [`Bundle`], with every problem met on the way recorded as a
+//! bundle-format finding instead of aborting, so one bad file never hides the rest.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use opship_core::manifest::Object;
+use opship_core::yaml::{self, Document, Origin};
+
+use crate::error::{Error, Result};
+use crate::format;
+use crate::rule::Finding;
+
+/// Raw input files are capped so that a hostile bundle cannot make validation read gigabytes.
+/// Real bundles stay far below (the largest corpus file is about 6 MiB).
+pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// At most this many files are read from a bundle.
+pub const MAX_FILES: usize = 10_000;
+
+/// `metadata/annotations.yaml`: where it is and what it says.
+#[derive(Debug, Clone)]
+pub struct Annotations {
+    /// The parsed file; `/annotations/<key>` points at each value.
+    pub doc: Document,
+    /// The string-valued annotations.
+    pub values: BTreeMap<String, String>,
+}
+
+impl Annotations {
+    /// The value of a key, if set.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.values.get(key).map(String::as_str)
+    }
+
+    /// Where the value of `key` sits (the `annotations:` map when the key is absent).
+    pub fn origin(&self, key: &str) -> Origin {
+        self.doc
+            .origin(&format!("/annotations/{}", yaml::escape_pointer_token(key)))
+    }
+}
+
+/// One file of the bundle and its size, for the size rule.
+#[derive(Debug, Clone)]
+pub struct FileInfo {
+    /// Path relative to the bundle root (`manifests/x.yaml`).
+    pub path: PathBuf,
+    /// Size in bytes.
+    pub size: u64,
+    /// Size after gzip: exact (level 6, as Go's default) when the bundle is near the limit,
+    /// otherwise a fast estimate that is never used for a verdict.
+    pub gzip_size: u64,
+}
+
+/// A loaded bundle: what later checks look at.
+#[derive(Debug, Clone)]
+pub struct Bundle {
+    /// The directory as the user named it (or an image reference for unpacked images).
+    pub root: PathBuf,
+    /// The name the reference gives the bundle in bundle-wide findings: the directory's name.
+    pub name: String,
+    /// Every object from `manifests/`, in file-name order.
+    pub objects: Vec<Object>,
+    /// `metadata/annotations.yaml`, when found and readable.
+    pub annotations: Option<Annotations>,
+    /// `metadata/dependencies.yaml` (any metadata file with a `dependencies` list).
+    pub dependencies: Option<Document>,
+    /// `metadata/properties.yaml` (any metadata file with a `properties` list).
+    pub properties: Option<Document>,
+    /// `bundle.Dockerfile` next to the directories, when present: its text and path.
+    pub dockerfile: Option<(PathBuf, String)>,
+    /// The files under `manifests/` and `metadata/`, with their sizes.
+    pub files: Vec<FileInfo>,
+    /// Problems met while loading (bundle-format rules).
+    pub findings: Vec<Finding>,
+}
+
+impl Bundle {
+    /// The ClusterServiceVersion, when there is exactly one or the first of several.
+    pub fn csv(&self) -> Option<&Object> {
+        self.objects
+            .iter()
+            .find(|o| o.kind() == "ClusterServiceVersion")
+    }
+
+    /// The CustomResourceDefinitions.
+    pub fn crds(&self) -> impl Iterator<Item = &Object> {
+        self.objects
+            .iter()
+            .filter(|o| o.kind() == "CustomResourceDefinition")
+    }
+
+    /// Objects other than the CSV and CRDs.
+    pub fn others(&self) -> impl Iterator<Item = &Object> {
+        self.objects.iter().filter(|o| {
+            !matches!(
+                o.kind(),
+                "ClusterServiceVersion" | "CustomResourceDefinition"
+            )
+        })
+    }
+
+    /// The CSV's `metadata.name` (empty without a CSV): how the reference names CSV findings.
+    pub fn csv_name(&self) -> &str {
+        self.csv().map(Object::name).unwrap_or_default()
+    }
+
+    /// The sum of the files' gzip sizes, as the reference measures bundle size.
+    pub fn gzip_size(&self) -> u64 {
+        self.files.iter().map(|f| f.gzip_size).sum()
+    }
+}
+
+/// Loads a bundle directory. Only a path that cannot be read as a directory is an `Err`; every
+/// problem inside the bundle becomes a finding.
+pub fn load_dir(dir: &Path) -> Result<Bundle> {
+    let meta = std::fs::metadata(dir).map_err(|e| Error::io(dir, e))?;
+    if !meta.is_dir() {
+        return Err(Error::NotABundle {
+            path: dir.to_path_buf(),
+            reason: "not a directory (a bundle is a directory with manifests/ and metadata/)"
+                .into(),
+        });
+    }
+    let mut input = Input::new(dir);
+    for sub in ["manifests", "metadata"] {
+        let d = dir.join(sub);
+        if !d.is_dir() {
+            input.missing.push(sub.to_owned());
+            continue;
+        }
+        let mut entries = Vec::new();
+        for entry in std::fs::read_dir(&d).map_err(|e| Error::io(&d, e))? {
+            let entry = entry.map_err(|e| Error::io(&d, e))?;
+            entries.push(entry);
+        }
+        entries.sort_by_key(std::fs::DirEntry::file_name);
+        for entry in entries {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue;
+            }
+            let rel = Path::new(sub).join(&name);
+            let path = entry.path();
+            let ft = entry.file_type().map_err(|e| Error::io(&path, e))?;
+            // Follow symlinks the way the reference's os.ReadFile does, but only to files.
+            let is_dir = ft.is_dir() || (ft.is_symlink() && path.is_dir());
+            if is_dir {
+                input.dirs.push(rel);
+                continue;
+            }
+            if input.files.len() >= MAX_FILES {
+                return Err(Error::NotABundle {
+                    path: dir.to_path_buf(),
+                    reason: format!("more than {MAX_FILES} files"),
+                });
+            }
+            let len = std::fs::metadata(&path)
+                .map_err(|e| Error::io(&path, e))?
+                .len();
+            if len > MAX_FILE_BYTES {
+                input.too_big.push((rel, len));
+                continue;
+            }
+            let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+            input.files.push((rel, bytes));
+        }
+    }
+    let dockerfile = dir.join("bundle.Dockerfile");
+    if dockerfile.is_file()
+        && let Ok(text) = std::fs::read_to_string(&dockerfile)
+    {
+        input.dockerfile = Some((dockerfile, text));
+    }
+    Ok(input.finish())
+}
+
+/// Loads a bundle from files already in memory (an unpacked image, a fuzz input). `files` are
+/// paths relative to the bundle root, e.g. `manifests/csv.yaml`; `root` is only used to name
+/// them in findings.
+pub fn load_files(root: &Path, files: Vec<(PathBuf, Vec<u8>)>) -> Bundle {
+    let mut input = Input::new(root);
+    let mut files = files;
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut seen_dirs = std::collections::BTreeSet::new();
+    for (rel, bytes) in files {
+        let mut parts = rel.components().map(|c| c.as_os_str().to_string_lossy());
+        let top = parts.next().unwrap_or_default().into_owned();
+        let rest: Vec<String> = parts.map(|p| p.into_owned()).collect();
+        if (top == "manifests" || top == "metadata") && !rest.is_empty() {
+            if rest.len() > 1 {
+                if seen_dirs.insert(Path::new(&top).join(&rest[0])) {
+                    input.dirs.push(Path::new(&top).join(&rest[0]));
+                }
+                continue;
+            }
+            if rest[0].starts_with('.') {
+                continue;
+            }
+            if bytes.len() as u64 > MAX_FILE_BYTES {
+                input.too_big.push((rel, bytes.len() as u64));
+                continue;
+            }
+            input.files.push((rel, bytes));
+        } else if rel == Path::new("bundle.Dockerfile") {
+            input.dockerfile = Some((
+                root.join(&rel),
+                String::from_utf8_lossy(&bytes).into_owned(),
+            ));
+        }
+    }
+    for sub in ["manifests", "metadata"] {
+        if !input.files.iter().any(|(p, _)| p.starts_with(sub))
+            && !input.dirs.iter().any(|p| p.starts_with(sub))
+        {
+            input.missing.push(sub.to_owned());
+        }
+    }
+    input.finish()
+}
+
+/// What was read, before it is parsed.
+struct Input {
+    root: PathBuf,
+    files: Vec<(PathBuf, Vec<u8>)>,
+    dirs: Vec<PathBuf>,
+    missing: Vec<String>,
+    too_big: Vec<(PathBuf, u64)>,
+    dockerfile: Option<(PathBuf, String)>,
+}
+
+impl Input {
+    fn new(root: &Path) -> Self {
+        Input {
+            root: root.to_path_buf(),
+            files: Vec::new(),
+            dirs: Vec::new(),
+            missing: Vec::new(),
+            too_big: Vec::new(),
+            dockerfile: None,
+        }
+    }
+
+    fn finish(self) -> Bundle {
+        let name = self
+            .root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| self.root.display().to_string());
+        let mut b = Bundle {
+            root: self.root.clone(),
+            name,
+            objects: Vec::new(),
+            annotations: None,
+            dependencies: None,
+            properties: None,
+            dockerfile: self.dockerfile,
+            files: Vec::new(),
+            findings: Vec::new(),
+        };
+        for sub in &self.missing {
+            b.findings.push(
+                Finding::new(
+                    if sub == "manifests" {
+                        &format::BF001
+                    } else {
+                        &format::BF002
+                    },
+                    &b.name,
+                    format!("the bundle has no {sub}/ directory"),
+                )
+                .at(Origin::file(&self.root)),
+            );
+        }
+        for d in &self.dirs {
+            b.findings.push(
+                Finding::new(
+                    &format::BF007,
+                    &b.name,
+                    format!(
+                        "{} is a directory; the bundle format allows only files in {}/",
+                        d.display(),
+                        d.parent()
+                            .map(Path::display)
+                            .map(|p| p.to_string())
+                            .unwrap_or_default()
+                    ),
+                )
+                .at(Origin::file(&self.root.join(d))),
+            );
+        }
+        for (rel, len) in &self.too_big {
+            b.findings.push(
+                Finding::new(
+                    &format::BF008,
+                    &b.name,
+                    format!("file is {len} bytes, over the {MAX_FILE_BYTES}-byte limit; not read"),
+                )
+                .at(Origin::file(&self.root.join(rel))),
+            );
+        }
+        let total: usize = self.files.iter().map(|(_, bytes)| bytes.len()).sum();
+        // gzip output is never much larger than its input, so bundles far below the limit skip
+        // the exact (slow) measurement.
+        let exact = total as u64 > crate::bundle::SIZE_LIMIT * 3 / 4;
+        for (rel, bytes) in self.files {
+            let path = self.root.join(&rel);
+            let gzip_size = if exact {
+                gzip_size(&bytes)
+            } else {
+                bytes.len() as u64
+            };
+            b.files.push(FileInfo {
+                path: rel.clone(),
+                size: bytes.len() as u64,
+                gzip_size,
+            });
+            let text = match String::from_utf8(bytes) {
+                Ok(t) => t,
+                Err(e) => {
+                    b.findings.push(
+                        Finding::new(
+                            &format::BF008,
+                            &b.name,
+                            format!(
+                                "not UTF-8 text (invalid byte at offset {})",
+                                e.utf8_error().valid_up_to()
+                            ),
+                        )
+                        .at(Origin::file(&path)),
+                    );
+                    continue;
+                }
+            };
+            if rel.starts_with("manifests") {
+                read_manifest(&mut b, &path, &text);
+            } else {
+                read_metadata(&mut b, &path, &text);
+            }
+        }
+        format::check_loaded(&mut b);
+        b
+    }
+}
+
+fn read_manifest(b: &mut Bundle, path: &Path, text: &str) {
+    let docs = match yaml::parse_stream_lenient(text, path) {
+        Ok((d, dups)) => {
+            duplicates(b, dups);
+            d
+        }
+        Err(e) => {
+            b.findings.push(yaml_finding(&b.name, path, &e));
+            return;
+        }
+    };
+    for doc in docs {
+        match Object::from_document(doc) {
+            Ok(o) => b.objects.push(o),
+            Err(e) => b.findings.push(yaml_finding(&b.name, path, &e)),
+        }
+    }
+}
+
+fn read_metadata(b: &mut Bundle, path: &Path, text: &str) {
+    let docs = yaml::parse_stream_lenient(text, path).map(|(d, dups)| {
+        duplicates(b, dups);
+        d
+    });
+    let doc = match docs {
+        Ok(mut d) if d.len() == 1 => d.remove(0),
+        Ok(d) if d.is_empty() => return,
+        Ok(d) => {
+            b.findings.push(
+                Finding::new(
+                    &format::BF008,
+                    &b.name,
+                    format!("expected one YAML document, found {}", d.len()),
+                )
+                .at(d[1].origin("")),
+            );
+            return;
+        }
+        Err(e) => {
+            b.findings.push(yaml_finding(&b.name, path, &e));
+            return;
+        }
+    };
+    // The reference tries each metadata file as each known shape; the first that fits wins.
+    if doc.value.get("annotations").is_some_and(|v| v.is_object()) {
+        if b.annotations.is_some() {
+            b.findings.push(
+                Finding::new(
+                    &format::BF003,
+                    &b.name,
+                    "a second annotations file; only the first (in file-name order) is used",
+                )
+                .with_level(crate::Level::Warning)
+                .at(doc.origin("/annotations")),
+            );
+            return;
+        }
+        let mut values = BTreeMap::new();
+        if let Some(map) = doc.value["annotations"].as_object() {
+            for (k, v) in map {
+                match v {
+                    serde_json::Value::String(s) => {
+                        values.insert(k.clone(), s.clone());
+                    }
+                    serde_json::Value::Null => {}
+                    other => {
+                        // The reference's YAML decoder reads the scalar's text into the string
+                        // map, so `true` works there; opship does the same and advises quoting.
+                        let text = match other {
+                            serde_json::Value::Bool(_) | serde_json::Value::Number(_) => {
+                                other.to_string()
+                            }
+                            _ => String::new(),
+                        };
+                        values.insert(k.clone(), text);
+                        b.findings.push(
+                            Finding::new(
+                                &format::BF016,
+                                &b.name,
+                                format!(
+                                    "annotation `{k}` is `{other}`, not a string; quote it so \
+                                     every reader sees the same text"
+                                ),
+                            )
+                            .at(doc.origin(&format!(
+                                "/annotations/{}",
+                                yaml::escape_pointer_token(k)
+                            ))),
+                        );
+                    }
+                }
+            }
+        }
+        b.annotations = Some(Annotations { doc, values });
+    } else if doc.value.get("dependencies").is_some() {
+        b.dependencies = Some(doc);
+    } else if doc.value.get("properties").is_some() {
+        b.properties = Some(doc);
+    }
+}
+
+fn duplicates(b: &mut Bundle, dups: Vec<yaml::DuplicateKey>) {
+    for d in dups {
+        b.findings.push(
+            Finding::new(
+                &format::BF017,
+                &b.name,
+                format!(
+                    "key `{}` is given twice in one mapping; the later value is used",
+                    d.key
+                ),
+            )
+            .at(d.origin),
+        );
+    }
+}
+
+fn yaml_finding(bundle: &str, path: &Path, err: &opship_core::error::Error) -> Finding {
+    let (origin, message) = match err {
+        opship_core::error::Error::Yaml { origin, message }
+        | opship_core::error::Error::Invalid { origin, message } => {
+            (origin.clone(), message.clone())
+        }
+        other => (Origin::file(path), other.to_string()),
+    };
+    let rule = if matches!(err, opship_core::error::Error::Invalid { .. }) {
+        &format::BF009
+    } else {
+        &format::BF008
+    };
+    Finding::new(rule, bundle, message).at(origin)
+}
+
+/// gzip size at level 6, the level of Go's `gzip.DefaultCompression` the reference uses.
+pub fn gzip_size(bytes: &[u8]) -> u64 {
+    struct Counter(u64);
+    impl Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut enc = flate2::write::GzEncoder::new(Counter(0), flate2::Compression::new(6));
+    // Writing to a counter cannot fail.
+    let _ = enc.write_all(bytes);
+    enc.finish().map(|c| c.0).unwrap_or(bytes.len() as u64)
+}
+
+/// Makes an `Origin` for a path (helper for checks that point at a whole file).
+pub fn file_origin(path: &Path) -> Origin {
+    Origin {
+        file: Arc::from(path),
+        pos: Default::default(),
+    }
+}

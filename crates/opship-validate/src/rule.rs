@@ -1,0 +1,262 @@
+//! The rule registry and the finding type: what a check can report, with a stable ID, and what
+//! it did report about one bundle.
+
+use std::fmt;
+
+use opship_core::yaml::Origin;
+use serde::Serialize;
+
+/// How bad a finding is. Errors fail validation (exit 1); warnings are advice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Fails validation.
+    Error,
+    /// Worth fixing, does not fail validation.
+    Warning,
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Level::Error => "error",
+            Level::Warning => "warning",
+        })
+    }
+}
+
+/// A group of rules that is switched on or off as a whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Suite {
+    /// Bundle format: directories, annotations, media type, manifest loading, allowed kinds,
+    /// dependencies and properties files (operator-registry `ValidateBundleFormat` and
+    /// `ValidateBundleContent`). Always on.
+    BundleFormat,
+    /// The ClusterServiceVersion validator of operator-framework/api. Always on.
+    Csv,
+    /// The CustomResourceDefinition validator of operator-framework/api (apiextensions rules)
+    /// plus structural-schema checks. Always on.
+    Crd,
+    /// The bundle validator of operator-framework/api (CRDs vs CSV, service accounts, size,
+    /// related images). Always on.
+    Bundle,
+    /// OperatorHub v2, capabilities and categories (operator-sdk `name=operatorhub`).
+    Operatorhub,
+    /// operator-sdk's good-practices validator.
+    GoodPractices,
+    /// APIs removed from Kubernetes (operator-sdk `alpha-deprecated-apis`), up to 1.32.
+    DeprecatedApis,
+    /// PodDisruptionBudget, PriorityClass and SCC rules (opm's `bundle-objects`).
+    BundleObjects,
+    /// What OLM v1 refuses to install.
+    OlmV1,
+    /// Least-privilege review of the CSV's permissions.
+    Rbac,
+    /// `alm-examples` checked against the CRD schemas; CEL rules must parse.
+    CrdExamples,
+}
+
+impl Suite {
+    /// Every suite, default ones first.
+    pub const ALL: [Suite; 11] = [
+        Suite::BundleFormat,
+        Suite::Csv,
+        Suite::Crd,
+        Suite::Bundle,
+        Suite::Operatorhub,
+        Suite::GoodPractices,
+        Suite::DeprecatedApis,
+        Suite::BundleObjects,
+        Suite::OlmV1,
+        Suite::Rbac,
+        Suite::CrdExamples,
+    ];
+
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Suite::BundleFormat => "bundle-format",
+            Suite::Csv => "csv",
+            Suite::Crd => "crd",
+            Suite::Bundle => "bundle",
+            Suite::Operatorhub => "operatorhub",
+            Suite::GoodPractices => "good-practices",
+            Suite::DeprecatedApis => "deprecated-apis",
+            Suite::BundleObjects => "bundle-objects",
+            Suite::OlmV1 => "olm-v1",
+            Suite::Rbac => "rbac",
+            Suite::CrdExamples => "crd-examples",
+        }
+    }
+
+    /// Whether the suite runs only when selected (`--select-optional`).
+    pub fn is_optional(self) -> bool {
+        !matches!(
+            self,
+            Suite::BundleFormat | Suite::Csv | Suite::Crd | Suite::Bundle
+        )
+    }
+
+    /// The suite of a command-line name. operator-sdk's selector names are accepted too
+    /// (`name=operatorhub`, `suite=operatorframework`, `alpha-deprecated-apis`, ...).
+    pub fn from_name(name: &str) -> Option<Suite> {
+        let name = name.trim();
+        let name = name
+            .strip_prefix("name=")
+            .or_else(|| name.strip_prefix("suite="))
+            .unwrap_or(name);
+        Some(match name {
+            "operatorhub" | "operatorhubv2" | "capabilities" | "categories" | "community" => {
+                Suite::Operatorhub
+            }
+            "good-practices" => Suite::GoodPractices,
+            "deprecated-apis" | "alpha-deprecated-apis" => Suite::DeprecatedApis,
+            "bundle-objects" | "objects" => Suite::BundleObjects,
+            "olm-v1" => Suite::OlmV1,
+            "rbac" => Suite::Rbac,
+            "crd-examples" => Suite::CrdExamples,
+            _ => return Suite::ALL.into_iter().find(|s| s.name() == name),
+        })
+    }
+}
+
+impl fmt::Display for Suite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One rule: a stable ID that never changes meaning, and what to tell the user.
+#[derive(Debug, PartialEq, Eq, Serialize)]
+pub struct Rule {
+    /// Stable ID, e.g. `CSV004`. Never reused for another meaning.
+    pub id: &'static str,
+    /// The suite that holds the rule.
+    pub suite: Suite,
+    /// The usual level; a finding may carry another one (removed APIs are errors only from
+    /// the Kubernetes version that removed them).
+    pub level: Level,
+    /// The error type operator-framework/api reports for the same problem
+    /// (`FieldValueInvalid`, `BundleNotValid`, ...); `None` for rules the reference lacks.
+    pub upstream: Option<&'static str>,
+    /// One line: what the rule checks.
+    pub summary: &'static str,
+    /// Why it matters and how to fix it.
+    pub help: &'static str,
+}
+
+/// One problem found in one bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The rule that fired.
+    pub rule: &'static Rule,
+    /// Level of this finding (usually the rule's).
+    pub level: Level,
+    /// The object the finding is about, named as the reference names it: the CSV name, the
+    /// CRD name, or the bundle directory name for bundle-wide findings.
+    pub object: String,
+    /// What is wrong here, in one line.
+    pub message: String,
+    /// Where, when the problem sits in a file.
+    pub location: Option<Origin>,
+}
+
+impl Finding {
+    /// A finding at the rule's level, without a location.
+    pub fn new(rule: &'static Rule, object: impl Into<String>, message: impl Into<String>) -> Self {
+        Finding {
+            rule,
+            level: rule.level,
+            object: object.into(),
+            message: message.into(),
+            location: None,
+        }
+    }
+
+    /// Sets the location.
+    #[must_use]
+    pub fn at(mut self, origin: Origin) -> Self {
+        self.location = Some(origin);
+        self
+    }
+
+    /// Overrides the level.
+    #[must_use]
+    pub fn with_level(mut self, level: Level) -> Self {
+        self.level = level;
+        self
+    }
+
+    /// Sort key: file, line, column, rule, message. Findings without a file sort first.
+    pub fn sort_key(&self) -> impl Ord + '_ {
+        (
+            self.location.as_ref().map(|o| (o.file.clone(), o.pos)),
+            self.rule.id,
+            &self.object,
+            &self.message,
+            self.level,
+        )
+    }
+}
+
+/// Every rule, in ID order.
+pub fn all() -> Vec<&'static Rule> {
+    let mut rules: Vec<&'static Rule> = [
+        crate::format::RULES,
+        crate::csv::RULES,
+        crate::crd::RULES,
+        crate::bundle::RULES,
+        crate::operatorhub::RULES,
+        crate::good_practices::RULES,
+        crate::deprecated::RULES,
+        crate::objects::RULES,
+        crate::olm_v1::RULES,
+        crate::rbac::RULES,
+        crate::crd_examples::RULES,
+    ]
+    .concat();
+    rules.sort_by_key(|r| r.id);
+    rules
+}
+
+/// The rule with this ID (case-insensitive).
+pub fn find(id: &str) -> Option<&'static Rule> {
+    all().into_iter().find(|r| r.id.eq_ignore_ascii_case(id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_well_formed() {
+        let rules = all();
+        for w in rules.windows(2) {
+            assert_ne!(w[0].id, w[1].id, "duplicate rule ID");
+        }
+        for r in &rules {
+            let (prefix, num) = r.id.split_at(r.id.len() - 3);
+            assert!(
+                prefix.chars().all(|c| c.is_ascii_uppercase()) && !prefix.is_empty(),
+                "{}",
+                r.id
+            );
+            assert!(num.chars().all(|c| c.is_ascii_digit()), "{}", r.id);
+            assert!(!r.summary.is_empty() && !r.help.is_empty(), "{}", r.id);
+            assert!(!r.summary.contains('\n'), "{}: summary is one line", r.id);
+        }
+    }
+
+    #[test]
+    fn suite_names_round_trip() {
+        for s in Suite::ALL {
+            assert_eq!(Suite::from_name(s.name()), Some(s));
+        }
+        assert_eq!(
+            Suite::from_name("name=alpha-deprecated-apis"),
+            Some(Suite::DeprecatedApis)
+        );
+        assert_eq!(Suite::from_name("nope"), None);
+    }
+}

@@ -1,0 +1,247 @@
+//! Per-rule fixtures: every rule of the registry has a failing and a passing case under
+//! `tests/fixtures/<ID>/`, and the findings of each case are snapshotted (see the README there).
+
+use std::path::{Path, PathBuf};
+
+use opship_core::yaml;
+use opship_validate::{Options, Suite, rule};
+use serde_json::Value;
+
+fn fixtures_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dest);
+        } else if e.file_name() != "fixture.yaml" {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+/// Sets `value` at a JSON pointer, creating missing parent maps.
+fn set_pointer(root: &mut Value, pointer: &str, value: Value) {
+    let mut cur = root;
+    let tokens: Vec<String> = pointer
+        .split('/')
+        .skip(1)
+        .map(|t| t.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    for (i, t) in tokens.iter().enumerate() {
+        let last = i + 1 == tokens.len();
+        if let Value::Array(a) = cur {
+            let idx: usize = if t == "-" {
+                a.push(Value::Null);
+                a.len() - 1
+            } else {
+                t.parse().expect("array index")
+            };
+            if last {
+                a[idx] = value;
+                return;
+            }
+            cur = &mut a[idx];
+        } else {
+            if !cur.is_object() {
+                *cur = Value::Object(Default::default());
+            }
+            let map = cur.as_object_mut().unwrap();
+            if last {
+                map.insert(t.clone(), value);
+                return;
+            }
+            cur = map.entry(t.clone()).or_insert(Value::Null);
+        }
+    }
+}
+
+fn delete_pointer(root: &mut Value, pointer: &str) {
+    let (parent, last) = pointer.rsplit_once('/').expect("pointer");
+    let last = last.replace("~1", "/").replace("~0", "~");
+    match root.pointer_mut(parent) {
+        Some(Value::Object(m)) => {
+            assert!(m.shift_remove(&last).is_some(), "nothing at {pointer}");
+        }
+        Some(Value::Array(a)) => {
+            a.remove(last.parse::<usize>().unwrap());
+        }
+        _ => panic!("nothing at {pointer}"),
+    }
+}
+
+fn edit_yaml(file: &Path, edit: impl FnOnce(&mut Value)) {
+    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let mut doc = yaml::parse_one(&text, file).unwrap().value;
+    edit(&mut doc);
+    std::fs::write(file, yaml::to_string(&doc).unwrap()).unwrap();
+}
+
+/// Builds the case into `dest` and returns the options it asks for.
+fn materialize(case: &Path, rule: &rule::Rule, dest: &Path) -> (Options, String) {
+    let spec: Value = match std::fs::read_to_string(case.join("fixture.yaml")) {
+        Ok(t) => {
+            yaml::parse_one(&t, &case.join("fixture.yaml"))
+                .unwrap()
+                .value
+        }
+        Err(_) => Value::Object(Default::default()),
+    };
+    if spec["base"].as_str() != Some("none") {
+        copy_tree(&fixtures_dir().join("_base"), dest);
+    }
+    copy_tree(case, dest);
+    if let Some(set) = spec["set"].as_object() {
+        for (target, value) in set {
+            let (file, pointer) = target.split_once('#').expect("set key is file#pointer");
+            edit_yaml(&dest.join(file), |doc| {
+                set_pointer(doc, pointer, value.clone())
+            });
+        }
+    }
+    if let Some(del) = spec["delete"].as_array() {
+        for target in del {
+            let target = target.as_str().unwrap();
+            match target.split_once('#') {
+                Some((file, pointer)) => {
+                    edit_yaml(&dest.join(file), |doc| delete_pointer(doc, pointer))
+                }
+                None => {
+                    let p = dest.join(target);
+                    if p.is_dir() {
+                        std::fs::remove_dir_all(p).unwrap();
+                    } else {
+                        std::fs::remove_file(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                    }
+                }
+            }
+        }
+    }
+    let mut opts = Options::default();
+    match spec["suites"].as_array() {
+        Some(list) => {
+            for s in list {
+                let s = s.as_str().unwrap();
+                opts.optional
+                    .insert(Suite::from_name(s).unwrap_or_else(|| panic!("unknown suite {s}")));
+            }
+        }
+        None => {
+            if rule.suite.is_optional() {
+                opts.optional.insert(rule.suite);
+            }
+        }
+    }
+    if let Some(v) = spec["k8sVersion"].as_str() {
+        let v = if v.matches('.').count() == 1 {
+            format!("{v}.0")
+        } else {
+            v.to_owned()
+        };
+        opts.k8s_version = Some(semver::Version::parse(&v).unwrap());
+    }
+    if let Some(c) = spec["categories"].as_array() {
+        opts.categories = Some(c.iter().map(|v| v.as_str().unwrap().to_owned()).collect());
+    }
+    let description = spec["description"].as_str().unwrap_or_default().to_owned();
+    (opts, description)
+}
+
+fn render(findings: &[opship_validate::Finding], root: &Path) -> String {
+    let mut out = String::new();
+    for f in findings {
+        let loc = f
+            .location
+            .as_ref()
+            .map(|o| {
+                let rel = o
+                    .file
+                    .strip_prefix(root)
+                    .unwrap_or(&o.file)
+                    .display()
+                    .to_string();
+                let rel = if rel.is_empty() { ".".to_owned() } else { rel };
+                if o.pos.line == 0 {
+                    rel
+                } else {
+                    format!("{rel}:{}:{}", o.pos.line, o.pos.col)
+                }
+            })
+            .unwrap_or_else(|| "-".into());
+        out.push_str(&format!(
+            "{} {} {} [{}] {}\n",
+            f.rule.id, f.level, loc, f.object, f.message
+        ));
+    }
+    out
+}
+
+fn run_case(rule: &'static rule::Rule, case: &Path) -> (bool, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dest = tmp.path().join("0.3.0");
+    let (opts, description) = materialize(case, rule, &dest);
+    let b = opship_validate::load::load_dir(&dest).unwrap();
+    let findings = opship_validate::validate(&b, &opts);
+    let fired = findings.iter().any(|f| f.rule.id == rule.id);
+    let text = format!("# {description}\n{}", render(&findings, &dest));
+    (fired, text)
+}
+
+#[test]
+fn base_is_clean_under_every_suite() {
+    let b = opship_validate::load::load_dir(&fixtures_dir().join("_base")).unwrap();
+    let findings = opship_validate::validate(&b, &Options::all());
+    assert!(
+        findings.is_empty(),
+        "the fixture base must be clean:\n{}",
+        render(&findings, &fixtures_dir().join("_base"))
+    );
+}
+
+#[test]
+fn every_rule_has_failing_and_passing_cases() {
+    let mut problems = Vec::new();
+    let mut settings = insta::Settings::clone_current();
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_snapshot_path("snapshots/fixtures");
+    let _guard = settings.bind_to_scope();
+    for rule in rule::all() {
+        let dir = fixtures_dir().join(rule.id);
+        let mut cases: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+            Ok(rd) => rd
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.is_dir())
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        cases.sort();
+        let name = |p: &PathBuf| p.file_name().unwrap().to_string_lossy().into_owned();
+        let fails = cases.iter().filter(|c| name(c).starts_with("fail")).count();
+        let passes = cases.iter().filter(|c| name(c).starts_with("pass")).count();
+        if fails == 0 || passes == 0 {
+            problems.push(format!(
+                "{}: needs fail and pass cases ({fails} fail, {passes} pass)",
+                rule.id
+            ));
+        }
+        for case in &cases {
+            let (fired, text) = run_case(rule, case);
+            let expect = name(case).starts_with("fail");
+            if fired != expect {
+                problems.push(format!(
+                    "{}/{}: rule {} but should{}:\n{text}",
+                    rule.id,
+                    name(case),
+                    if fired { "fired" } else { "did not fire" },
+                    if expect { "" } else { " not" }
+                ));
+            }
+            insta::assert_snapshot!(format!("{}-{}", rule.id, name(case)), text);
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
