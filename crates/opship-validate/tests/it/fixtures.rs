@@ -91,8 +91,16 @@ fn materialize(case: &Path, rule: &rule::Rule, dest: &Path) -> (Options, String)
         }
         Err(_) => Value::Object(Default::default()),
     };
-    if spec["base"].as_str() != Some("none") {
-        copy_tree(&fixtures_dir().join("_base"), dest);
+    match spec["base"].as_str() {
+        Some("none") => {}
+        // A real bundle of the shared corpus, read-only there, copied here.
+        Some(b) if b.starts_with("corpus:") => copy_tree(
+            &crate::corpus_dir()
+                .join("bundles")
+                .join(&b["corpus:".len()..]),
+            dest,
+        ),
+        _ => copy_tree(&fixtures_dir().join("_base"), dest),
     }
     copy_tree(case, dest);
     if let Some(set) = spec["set"].as_object() {
@@ -209,7 +217,14 @@ fn every_rule_has_failing_and_passing_cases() {
     settings.set_prepend_module_to_snapshot(false);
     settings.set_snapshot_path("snapshots/fixtures");
     let _guard = settings.bind_to_scope();
+    // OPSHIP_FIXTURE_RULES=CSV,CRD0 limits the run to rules with these ID prefixes.
+    let only: Vec<String> = std::env::var("OPSHIP_FIXTURE_RULES")
+        .map(|v| v.split(',').map(str::to_owned).collect())
+        .unwrap_or_default();
     for rule in rule::all() {
+        if !only.is_empty() && !only.iter().any(|p| rule.id.starts_with(p.as_str())) {
+            continue;
+        }
         let dir = fixtures_dir().join(rule.id);
         let mut cases: Vec<PathBuf> = match std::fs::read_dir(&dir) {
             Ok(rd) => rd

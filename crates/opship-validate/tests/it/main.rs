@@ -42,4 +42,9 @@ pub fn corpus_bundles() -> Vec<PathBuf> {
     dirs
 }
 
+mod bad_input;
 mod fixtures;
+mod parity;
+mod parity_optional;
+mod report;
+mod suites;

@@ -1,0 +1,1 @@
+//! Bad input never panics: every hostile or broken file gives a finding or an error naming it.

@@ -1,0 +1,1 @@
+//! Parity of the optional suites with operator-framework/api over the corpus (expected/api-optional.jsonl).

@@ -1,0 +1,1 @@
+//! opship-only suites (olm-v1, rbac, crd-examples) on real corpus bundles.
