@@ -42,6 +42,77 @@ pub enum Command {
     /// Generate release artefacts.
     #[command(subcommand)]
     Generate(GenerateCommand),
+    /// Validate bundles; list and explain the rules.
+    #[command(
+        after_help = "Examples:\n  opship validate bundle bundle/0.3.0\n  opship validate bundle bundles/*/* --select-optional all --k8s-version 1.30\n  opship validate bundle bundle/0.3.0 --output sarif > opship.sarif\n  opship validate --list-rules\n  opship validate --explain CSV004",
+        args_conflicts_with_subcommands = true
+    )]
+    Validate(ValidateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    #[command(subcommand)]
+    pub command: Option<ValidateCommand>,
+    /// List every rule: ID, level, suite and summary.
+    #[arg(long, conflicts_with = "explain")]
+    pub list_rules: bool,
+    /// Print the full description of one rule.
+    #[arg(long, value_name = "RULE-ID")]
+    pub explain: Option<String>,
+    /// Output of --list-rules: `text` or `markdown` (the form of docs/rules.md).
+    #[arg(long, value_enum, default_value_t = RulesFormat::Text, requires = "list_rules")]
+    pub rules_format: RulesFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RulesFormat {
+    Text,
+    Markdown,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ValidateCommand {
+    /// Validate bundle directories (`manifests/` + `metadata/`), like `operator-sdk bundle validate`.
+    #[command(
+        after_help = "Exit status: 0 clean or only warnings, 1 errors found, 2 a bundle could not be validated.\n\nExamples:\n  opship validate bundle bundle/0.3.0\n  opship validate bundle bundles/*/* --select-optional operatorhub,good-practices\n  opship validate bundle bundle/0.3.0 --select-optional deprecated-apis --k8s-version 1.29\n  opship validate bundle bundle/* --output github"
+    )]
+    Bundle(ValidateBundleArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateBundleArgs {
+    /// Bundle directories.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Optional suites, comma-separated: operatorhub, good-practices, deprecated-apis,
+    /// bundle-objects, olm-v1, rbac, crd-examples, or `all`. operator-sdk's selectors
+    /// (`name=operatorhub`, `suite=operatorframework`) are accepted.
+    #[arg(long, value_name = "SUITES", value_delimiter = ',')]
+    pub select_optional: Vec<String>,
+    /// Kubernetes version the bundle targets: APIs removed at or before it are errors
+    /// (deprecated-apis suite), e.g. 1.30.
+    #[arg(long, value_name = "VERSION")]
+    pub k8s_version: Option<String>,
+    /// JSON file `{"categories": [...]}` replacing the OperatorHub category list
+    /// (like operator-sdk's OPERATOR_BUNDLE_CATEGORIES).
+    #[arg(long, value_name = "FILE", env = "OPERATOR_BUNDLE_CATEGORIES")]
+    pub categories: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = OutputFormat::Human)]
+    pub output: OutputFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// Text grouped per bundle (colour on a terminal unless NO_COLOR is set).
+    Human,
+    /// JSON, schema in docs/validation-output.md.
+    Json,
+    /// SARIF 2.1.0, for GitHub code scanning.
+    Sarif,
+    /// GitHub Actions workflow annotations.
+    Github,
 }
 
 #[derive(Debug, Args)]

@@ -2,6 +2,7 @@
 
 mod generate;
 mod init;
+mod validate;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -20,6 +21,9 @@ pub enum ExitStatus {
     Success,
     /// The command ran and found something wrong (findings at error level, drift).
     Failure,
+    /// The command printed its report but part of the work could not be done (a bundle that
+    /// could not be read).
+    Incomplete,
 }
 
 impl From<ExitStatus> for ExitCode {
@@ -27,6 +31,7 @@ impl From<ExitStatus> for ExitCode {
         match s {
             ExitStatus::Success => ExitCode::SUCCESS,
             ExitStatus::Failure => ExitCode::from(1),
+            ExitStatus::Incomplete => ExitCode::from(2),
         }
     }
 }
@@ -39,6 +44,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CmdError> {
             let project = load_project(cli.global.config.as_deref())?;
             generate::bundle(&args, project.as_ref())
         }
+        Command::Validate(args) => validate::run(&args),
     }
 }
 

@@ -43,6 +43,7 @@ pub fn corpus_bundles() -> Vec<PathBuf> {
 }
 
 mod bad_input;
+mod docs;
 mod fixtures;
 mod parity;
 mod parity_optional;

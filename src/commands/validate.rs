@@ -1,0 +1,147 @@
+//! `opship validate`: option parsing into the validation library's terms, rendering, exit status.
+
+use std::io::{IsTerminal, Write};
+
+use opship_validate::report::{self, Format, RenderOptions};
+use opship_validate::{Options, Suite, rule};
+
+use super::{CmdError, ExitStatus};
+use crate::cli::{OutputFormat, RulesFormat, ValidateArgs, ValidateBundleArgs, ValidateCommand};
+
+/// Runs `opship validate ...`.
+pub fn run(args: &ValidateArgs) -> Result<ExitStatus, CmdError> {
+    if args.list_rules {
+        let text = match args.rules_format {
+            RulesFormat::Text => rule::list_text(),
+            RulesFormat::Markdown => rule::markdown(),
+        };
+        write_stdout(&text)?;
+        return Ok(ExitStatus::Success);
+    }
+    if let Some(id) = &args.explain {
+        let r = rule::find(id)
+            .ok_or_else(|| format!("no rule `{id}`; `opship validate --list-rules` lists them"))?;
+        write_stdout(&rule::explain(r))?;
+        return Ok(ExitStatus::Success);
+    }
+    match &args.command {
+        Some(ValidateCommand::Bundle(b)) => bundle(b),
+        None => Err(
+            "say what to validate: `opship validate bundle PATH...` (or --list-rules, \
+                     --explain ID)"
+                .into(),
+        ),
+    }
+}
+
+fn bundle(args: &ValidateBundleArgs) -> Result<ExitStatus, CmdError> {
+    let opts = options(args)?;
+    let results = opship_validate::validate_dirs(&args.paths, &opts);
+    let format = match args.output {
+        OutputFormat::Human => Format::Human,
+        OutputFormat::Json => Format::Json,
+        OutputFormat::Sarif => Format::Sarif,
+        OutputFormat::Github => Format::Github,
+    };
+    let color = args.output == OutputFormat::Human
+        && std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let text = report::render(&results, format, &RenderOptions { color });
+    write_stdout(&text)?;
+    Ok(if results.iter().any(Result::is_err) {
+        ExitStatus::Incomplete
+    } else if results
+        .iter()
+        .flatten()
+        .any(opship_validate::BundleReport::has_errors)
+    {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
+}
+
+fn options(args: &ValidateBundleArgs) -> Result<Options, CmdError> {
+    let mut opts = Options::default();
+    for name in &args.select_optional {
+        if name.trim() == "all" {
+            opts.optional
+                .extend(Suite::ALL.into_iter().filter(|s| s.is_optional()));
+            continue;
+        }
+        let suite = Suite::from_name(name)
+            .filter(|s| s.is_optional())
+            .ok_or_else(|| {
+                let names: Vec<&str> = Suite::ALL
+                    .into_iter()
+                    .filter(|s| s.is_optional())
+                    .map(Suite::name)
+                    .collect();
+                format!(
+                    "unknown optional suite `{name}`; choose from {} or all",
+                    names.join(", ")
+                )
+            })?;
+        opts.optional.insert(suite);
+    }
+    if let Some(v) = &args.k8s_version {
+        opts.k8s_version = Some(parse_k8s_version(v)?);
+    }
+    if let Some(path) = &args.categories {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let doc: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+        let list = doc["categories"]
+            .as_array()
+            .and_then(|a| a.iter().map(|v| v.as_str().map(str::to_owned)).collect())
+            .ok_or_else(|| {
+                format!(
+                    "{}: expected {{\"categories\": [\"...\"]}} with string entries",
+                    path.display()
+                )
+            })?;
+        opts.categories = Some(list);
+    }
+    Ok(opts)
+}
+
+/// `1.30`, `v1.30`, `1.30.2` → a version (the patch defaults to 0).
+fn parse_k8s_version(text: &str) -> Result<semver::Version, CmdError> {
+    let t = text.trim().trim_start_matches('v');
+    let full = match t.matches('.').count() {
+        0 => format!("{t}.0.0"),
+        1 => format!("{t}.0"),
+        _ => t.to_owned(),
+    };
+    semver::Version::parse(&full)
+        .map_err(|e| format!("--k8s-version `{text}` is not a version like 1.30: {e}").into())
+}
+
+fn write_stdout(text: &str) -> Result<(), CmdError> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn k8s_versions() {
+        assert_eq!(
+            parse_k8s_version("1.30").unwrap(),
+            semver::Version::new(1, 30, 0)
+        );
+        assert_eq!(
+            parse_k8s_version("v1.22").unwrap(),
+            semver::Version::new(1, 22, 0)
+        );
+        assert_eq!(
+            parse_k8s_version("1.29.3").unwrap(),
+            semver::Version::new(1, 29, 3)
+        );
+        assert!(parse_k8s_version("one").is_err());
+    }
+}
