@@ -13,6 +13,13 @@ use opship_core::yaml::{self, Document, Origin};
 use crate::error::{Error, Result};
 use crate::format;
 use crate::rule::Finding;
+use rayon::prelude::*;
+
+/// A file after parsing.
+enum Parsed {
+    Yaml(opship_core::error::Result<(Vec<Document>, Vec<yaml::DuplicateKey>)>),
+    NotUtf8(usize),
+}
 
 /// Raw input files are capped so that a hostile bundle cannot make validation read gigabytes.
 /// Real bundles stay far below (the largest corpus file is about 6 MiB).
@@ -305,39 +312,58 @@ impl Input {
         // gzip output is never much larger than its input, so bundles far below the limit skip
         // the exact (slow) measurement.
         let exact = total as u64 > crate::bundle::SIZE_LIMIT * 3 / 4;
-        for (rel, bytes) in self.files {
-            let path = self.root.join(&rel);
-            let gzip_size = if exact {
-                gzip_size(&bytes)
-            } else {
-                bytes.len() as u64
-            };
-            b.files.push(FileInfo {
-                path: rel.clone(),
-                size: bytes.len() as u64,
-                gzip_size,
-            });
-            let text = match String::from_utf8(bytes) {
-                Ok(t) => t,
-                Err(e) => {
+        // Parsing dominates validation time and big CRD files make bundles uneven, so files
+        // are parsed in parallel (inside the per-bundle parallelism) and merged in order.
+        let root = &self.root;
+        let parsed: Vec<(FileInfo, PathBuf, Parsed)> = self
+            .files
+            .into_par_iter()
+            .map(|(rel, bytes)| {
+                let path = root.join(&rel);
+                let info = FileInfo {
+                    path: rel,
+                    size: bytes.len() as u64,
+                    gzip_size: if exact {
+                        gzip_size(&bytes)
+                    } else {
+                        bytes.len() as u64
+                    },
+                };
+                let parsed = match String::from_utf8(bytes) {
+                    Ok(text) => Parsed::Yaml(yaml::parse_stream_lenient(&text, &path)),
+                    Err(e) => Parsed::NotUtf8(e.utf8_error().valid_up_to()),
+                };
+                (info, path, parsed)
+            })
+            .collect();
+        for (info, path, parsed) in parsed {
+            let is_manifest = info.path.starts_with("manifests");
+            b.files.push(info);
+            let docs = match parsed {
+                Parsed::NotUtf8(offset) => {
                     b.findings.push(
                         Finding::new(
                             &format::BF008,
                             &b.name,
-                            format!(
-                                "not UTF-8 text (invalid byte at offset {})",
-                                e.utf8_error().valid_up_to()
-                            ),
+                            format!("not UTF-8 text (invalid byte at offset {offset})"),
                         )
                         .at(Origin::file(&path)),
                     );
                     continue;
                 }
+                Parsed::Yaml(Err(e)) => {
+                    b.findings.push(yaml_finding(&b.name, &path, &e));
+                    continue;
+                }
+                Parsed::Yaml(Ok((docs, dups))) => {
+                    duplicates(&mut b, dups);
+                    docs
+                }
             };
-            if rel.starts_with("manifests") {
-                read_manifest(&mut b, &path, &text);
+            if is_manifest {
+                read_manifest(&mut b, &path, docs);
             } else {
-                read_metadata(&mut b, &path, &text);
+                read_metadata(&mut b, docs);
             }
         }
         format::check_loaded(&mut b);
@@ -345,17 +371,7 @@ impl Input {
     }
 }
 
-fn read_manifest(b: &mut Bundle, path: &Path, text: &str) {
-    let docs = match yaml::parse_stream_lenient(text, path) {
-        Ok((d, dups)) => {
-            duplicates(b, dups);
-            d
-        }
-        Err(e) => {
-            b.findings.push(yaml_finding(&b.name, path, &e));
-            return;
-        }
-    };
+fn read_manifest(b: &mut Bundle, path: &Path, docs: Vec<Document>) {
     for doc in docs {
         match Object::from_document(doc) {
             Ok(o) => b.objects.push(o),
@@ -364,15 +380,11 @@ fn read_manifest(b: &mut Bundle, path: &Path, text: &str) {
     }
 }
 
-fn read_metadata(b: &mut Bundle, path: &Path, text: &str) {
-    let docs = yaml::parse_stream_lenient(text, path).map(|(d, dups)| {
-        duplicates(b, dups);
-        d
-    });
+fn read_metadata(b: &mut Bundle, docs: Vec<Document>) {
     let doc = match docs {
-        Ok(mut d) if d.len() == 1 => d.remove(0),
-        Ok(d) if d.is_empty() => return,
-        Ok(d) => {
+        mut d if d.len() == 1 => d.remove(0),
+        d if d.is_empty() => return,
+        d => {
             b.findings.push(
                 Finding::new(
                     &format::BF008,
@@ -381,10 +393,6 @@ fn read_metadata(b: &mut Bundle, path: &Path, text: &str) {
                 )
                 .at(d[1].origin("")),
             );
-            return;
-        }
-        Err(e) => {
-            b.findings.push(yaml_finding(&b.name, path, &e));
             return;
         }
     };
