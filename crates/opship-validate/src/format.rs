@@ -169,7 +169,7 @@ rule!(
 /// The rules of this suite.
 pub const RULES: &[&Rule] = &[
     &BF001, &BF002, &BF003, &BF004, &BF005, &BF006, &BF007, &BF008, &BF009, &BF010, &BF011, &BF012,
-    &BF013, &BF014, &BF015,
+    &BF013, &BF014, &BF015, &BF016, &BF017,
 ];
 
 /// Runs the format checks that need the whole loaded bundle; called by the loader.
@@ -228,7 +228,9 @@ fn annotations(b: &Bundle, out: &mut Vec<Finding>) {
                 .at(a.origin(keys::DEFAULT_CHANNEL)),
         );
     }
-    if let Some(mt) = a.get(keys::MEDIATYPE) {
+    if let Some(mt) = a.get(keys::MEDIATYPE)
+        && manifests_loaded(b)
+    {
         let detected = if b.csv().is_some() {
             "registry+v1"
         } else if b
@@ -270,16 +272,28 @@ fn annotations(b: &Bundle, out: &mut Vec<Finding>) {
     }
 }
 
+/// Whether every file of manifests/ was read: otherwise the objects are not the bundle's
+/// content, and rules about that content (one CSV, the media type) would only add noise to the
+/// finding that says why.
+fn manifests_loaded(b: &Bundle) -> bool {
+    let manifests = b.root.join("manifests");
+    !b.findings.iter().any(|f| {
+        f.rule.id == "BF001"
+            || (matches!(f.rule.id, "BF008" | "BF009")
+                && f.level == crate::Level::Error
+                && f.location
+                    .as_ref()
+                    .is_some_and(|o| o.file.starts_with(&manifests)))
+    })
+}
+
 fn objects(b: &Bundle, out: &mut Vec<Finding>) {
     let csvs: Vec<&Object> = b
         .objects
         .iter()
         .filter(|o| o.kind() == "ClusterServiceVersion")
         .collect();
-    let loaded = !b
-        .findings
-        .iter()
-        .any(|f| matches!(f.rule.id, "BF001" | "BF008" | "BF009"));
+    let loaded = manifests_loaded(b);
     match csvs.len() {
         0 if loaded => out.push(
             Finding::new(&BF011, &b.name, "no ClusterServiceVersion in manifests/")

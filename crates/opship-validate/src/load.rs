@@ -134,9 +134,25 @@ pub fn load_dir(dir: &Path) -> Result<Bundle> {
     let mut input = Input::new(dir);
     for sub in ["manifests", "metadata"] {
         let d = dir.join(sub);
-        if !d.is_dir() {
-            input.missing.push(sub.to_owned());
-            continue;
+        match std::fs::metadata(&d) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                input
+                    .not_dirs
+                    .push((sub.to_owned(), "is not a directory".to_owned()));
+                continue;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !d.is_symlink() => {
+                input.missing.push(sub.to_owned());
+                continue;
+            }
+            // A dangling symlink, a symlink loop, no permission.
+            Err(e) => {
+                input
+                    .not_dirs
+                    .push((sub.to_owned(), format!("cannot be read: {e}")));
+                continue;
+            }
         }
         let mut entries = Vec::new();
         for entry in std::fs::read_dir(&d).map_err(|e| Error::io(&d, e))? {
@@ -151,11 +167,25 @@ pub fn load_dir(dir: &Path) -> Result<Bundle> {
             }
             let rel = Path::new(sub).join(&name);
             let path = entry.path();
-            let ft = entry.file_type().map_err(|e| Error::io(&path, e))?;
-            // Follow symlinks the way the reference's os.ReadFile does, but only to files.
-            let is_dir = ft.is_dir() || (ft.is_symlink() && path.is_dir());
-            if is_dir {
+            // Follow symlinks the way the reference's os.ReadFile does; a symlink that leads
+            // nowhere (dangling, a loop) or to something that is not a file is a finding about
+            // that entry, not an error about the whole bundle.
+            let meta = match std::fs::metadata(&path) {
+                Ok(m) => m,
+                Err(e) => {
+                    input.unreadable.push((rel, format!("cannot be read: {e}")));
+                    continue;
+                }
+            };
+            if meta.is_dir() {
                 input.dirs.push(rel);
+                continue;
+            }
+            if !meta.is_file() {
+                // A FIFO or device would block or never end.
+                input
+                    .unreadable
+                    .push((rel, "is not a regular file; not read".to_owned()));
                 continue;
             }
             if input.files.len() >= MAX_FILES {
@@ -164,24 +194,39 @@ pub fn load_dir(dir: &Path) -> Result<Bundle> {
                     reason: format!("more than {MAX_FILES} files"),
                 });
             }
-            let len = std::fs::metadata(&path)
-                .map_err(|e| Error::io(&path, e))?
-                .len();
-            if len > MAX_FILE_BYTES {
-                input.too_big.push((rel, len));
+            if meta.len() > MAX_FILE_BYTES {
+                input.too_big.push((rel, meta.len()));
                 continue;
             }
-            let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
-            input.files.push((rel, bytes));
+            match read_capped(&path) {
+                Ok(Ok(bytes)) => input.files.push((rel, bytes)),
+                Ok(Err(len)) => input.too_big.push((rel, len)),
+                Err(e) => input.unreadable.push((rel, format!("cannot be read: {e}"))),
+            }
         }
     }
     let dockerfile = dir.join("bundle.Dockerfile");
-    if dockerfile.is_file()
-        && let Ok(text) = std::fs::read_to_string(&dockerfile)
+    if std::fs::metadata(&dockerfile).is_ok_and(|m| m.is_file() && m.len() <= MAX_FILE_BYTES)
+        && let Ok(Ok(bytes)) = read_capped(&dockerfile)
+        && let Ok(text) = String::from_utf8(bytes)
     {
         input.dockerfile = Some((dockerfile, text));
     }
     Ok(input.finish())
+}
+
+/// Reads a file, but never more than [`MAX_FILE_BYTES`] (a file may grow after its size was
+/// checked): `Ok(Err(len))` when it is larger.
+fn read_capped(path: &Path) -> std::io::Result<std::result::Result<Vec<u8>, u64>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Ok(Err(bytes.len() as u64));
+    }
+    Ok(Ok(bytes))
 }
 
 /// Loads a bundle from files already in memory (an unpacked image, a fuzz input). `files` are
@@ -196,6 +241,10 @@ pub fn load_files(root: &Path, files: Vec<(PathBuf, Vec<u8>)>) -> Bundle {
         let mut parts = rel.components().map(|c| c.as_os_str().to_string_lossy());
         let top = parts.next().unwrap_or_default().into_owned();
         let rest: Vec<String> = parts.map(|p| p.into_owned()).collect();
+        if (top == "manifests" || top == "metadata") && rest.is_empty() {
+            input.not_dirs.push((top, "is not a directory".to_owned()));
+            continue;
+        }
         if (top == "manifests" || top == "metadata") && !rest.is_empty() {
             if rest.len() > 1 {
                 if seen_dirs.insert(Path::new(&top).join(&rest[0])) {
@@ -221,6 +270,7 @@ pub fn load_files(root: &Path, files: Vec<(PathBuf, Vec<u8>)>) -> Bundle {
     for sub in ["manifests", "metadata"] {
         if !input.files.iter().any(|(p, _)| p.starts_with(sub))
             && !input.dirs.iter().any(|p| p.starts_with(sub))
+            && !input.not_dirs.iter().any(|(p, _)| p == sub)
         {
             input.missing.push(sub.to_owned());
         }
@@ -234,7 +284,11 @@ struct Input {
     files: Vec<(PathBuf, Vec<u8>)>,
     dirs: Vec<PathBuf>,
     missing: Vec<String>,
+    /// `manifests` or `metadata` present but not a readable directory, and why.
+    not_dirs: Vec<(String, String)>,
     too_big: Vec<(PathBuf, u64)>,
+    /// Entries that could not be read as files, and why.
+    unreadable: Vec<(PathBuf, String)>,
     dockerfile: Option<(PathBuf, String)>,
 }
 
@@ -245,7 +299,9 @@ impl Input {
             files: Vec::new(),
             dirs: Vec::new(),
             missing: Vec::new(),
+            not_dirs: Vec::new(),
             too_big: Vec::new(),
+            unreadable: Vec::new(),
             dockerfile: None,
         }
     }
@@ -279,6 +335,26 @@ impl Input {
                     format!("the bundle has no {sub}/ directory"),
                 )
                 .at(Origin::file(&self.root)),
+            );
+        }
+        for (sub, why) in &self.not_dirs {
+            b.findings.push(
+                Finding::new(
+                    if sub == "manifests" {
+                        &format::BF001
+                    } else {
+                        &format::BF002
+                    },
+                    &b.name,
+                    format!("{sub} {why}; the bundle needs a {sub}/ directory"),
+                )
+                .at(Origin::file(&self.root.join(sub))),
+            );
+        }
+        for (rel, why) in &self.unreadable {
+            b.findings.push(
+                Finding::new(&format::BF008, &b.name, format!("{} {why}", rel.display()))
+                    .at(Origin::file(&self.root.join(rel))),
             );
         }
         for d in &self.dirs {
@@ -360,6 +436,28 @@ impl Input {
                     docs
                 }
             };
+            if docs.is_empty() {
+                // The reference skips such files silently; say so, since an empty CSV file
+                // otherwise only shows up as "no ClusterServiceVersion".
+                let (rule, what) = if is_manifest {
+                    (&format::BF009, "Kubernetes object")
+                } else {
+                    (&format::BF008, "YAML document")
+                };
+                b.findings.push(
+                    Finding::new(
+                        rule,
+                        &b.name,
+                        format!(
+                            "the file holds no {what} (it is empty or only comments and `---`); \
+                             it is skipped"
+                        ),
+                    )
+                    .with_level(crate::Level::Warning)
+                    .at(Origin::file(&path)),
+                );
+                continue;
+            }
             if is_manifest {
                 read_manifest(&mut b, &path, docs);
             } else {
