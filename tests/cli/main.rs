@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod generate;
+mod validate;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

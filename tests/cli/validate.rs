@@ -1,0 +1,110 @@
+//! `opship validate`: exit statuses, output formats, rule listing, on the sample operator.
+
+use crate::{opship, repo, sample_copy};
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = opship().current_dir(repo()).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn sample_bundles_are_clean_under_every_suite() {
+    let (code, stdout, stderr) = run(&[
+        "validate",
+        "bundle",
+        "bundle/0.1.0",
+        "bundle/0.2.0",
+        "bundle/0.3.0",
+        "--select-optional",
+        "all",
+        "--k8s-version",
+        "1.32",
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(!stdout.contains("\u{1b}["), "no colour without a terminal");
+}
+
+#[test]
+fn errors_exit_1_and_name_rule_file_and_line() {
+    let (_tmp, dir) = sample_copy();
+    let csv = dir.join("0.3.0/manifests/memcached-operator.clusterserviceversion.yaml");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    // Break the YAML three lines into the spec.
+    let broken = text.replacen("spec:\n", "spec:\n  displayName: [unclosed\n", 1);
+    std::fs::write(&csv, broken).unwrap();
+    let out = opship()
+        .args(["validate", "bundle"])
+        .arg(dir.join("0.3.0"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("BF008"), "{stdout}");
+    assert!(
+        stdout.contains("memcached-operator.clusterserviceversion.yaml:"),
+        "{stdout}"
+    );
+
+    let out = opship()
+        .args(["validate", "bundle", "-o", "json"])
+        .arg(dir.join("0.3.0"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let findings = v["bundles"][0]["findings"].as_array().unwrap();
+    let f = findings.iter().find(|f| f["rule"] == "BF008").unwrap();
+    assert_eq!(f["level"], "error");
+    assert!(f["location"]["line"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn unreadable_bundle_exits_2_naming_it() {
+    let (code, stdout, stderr) = run(&["validate", "bundle", "bundle/0.3.0", "no/such/bundle"]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("no/such/bundle") || stderr.contains("no/such/bundle"),
+        "{stdout}{stderr}"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        &[
+            "validate",
+            "bundle",
+            "bundle/0.3.0",
+            "--select-optional",
+            "nope",
+        ][..],
+        &["validate", "bundle", "bundle/0.3.0", "--k8s-version", "one"],
+        &["validate", "--explain", "XYZ999"],
+        &["validate"],
+    ] {
+        let (code, stdout, stderr) = run(args);
+        assert_eq!(code, 2, "{args:?}: {stdout}{stderr}");
+        assert!(stderr.starts_with("error:"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn list_and_explain_rules() {
+    let (code, stdout, _) = run(&["validate", "--list-rules"]);
+    assert_eq!(code, 0);
+    assert!(stdout.lines().any(|l| l.starts_with("BF007 ")), "{stdout}");
+    let (code, stdout, _) = run(&["validate", "--explain", "bf007"]);
+    assert_eq!(code, 0);
+    assert!(stdout.starts_with("BF007: "), "{stdout}");
+    assert!(stdout.contains("level:    error"), "{stdout}");
+    let (code, stdout, _) = run(&["validate", "--list-rules", "--rules-format", "markdown"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        stdout,
+        std::fs::read_to_string(repo().join("docs/rules.md")).unwrap()
+    );
+}
