@@ -107,10 +107,22 @@ rule!(
      Modernization & Migration, Networking, Observability, OpenShift Optional, Security, \
      Storage, Streaming & Messaging), or of the list given with --categories."
 );
+rule!(
+    Operatorhub,
+    OHB011,
+    Warning,
+    None,
+    "spec.minKubeVersion is spelled with the exact case",
+    "Kubernetes field names are case-sensitive: OLM ignores `MinKubeVersion` or \
+     `minkubeversion`, so the bundle installs on any cluster version. operator-sdk's validators \
+     decode the CSV with Go's case-insensitive JSON matching and miss this. Rename the key to \
+     `minKubeVersion`."
+);
 
 /// The rules of this suite.
 pub const RULES: &[&Rule] = &[
     &OHB001, &OHB002, &OHB003, &OHB004, &OHB005, &OHB006, &OHB007, &OHB008, &OHB009, &OHB010,
+    &OHB011,
 ];
 
 /// The capability levels the `capabilities` annotation may name.
@@ -292,30 +304,53 @@ fn icon(csv: &Object, name: &str, push: &mut impl FnMut(&'static Rule, &str, Str
 }
 
 fn min_kube_version(spec: &Value, name: &str, push: &mut impl FnMut(&'static Rule, &str, String)) {
-    match &spec["minKubeVersion"] {
+    // The reference decodes with Go's case-insensitive field matching, so a `MinKubeVersion`
+    // counts as set there; Kubernetes and OLM ignore it.
+    let mut key = "minKubeVersion";
+    if spec.get(key).is_none()
+        && let Some(k) = spec
+            .as_object()
+            .and_then(|m| m.keys().find(|k| k.eq_ignore_ascii_case("minKubeVersion")))
+    {
+        key = k;
+        push(
+            &OHB011,
+            &format!("/spec/{}", opship_core::yaml::escape_pointer_token(k)),
+            format!(
+                "CSV {name}: spec.{k} is ignored by Kubernetes and OLM (field names are \
+                 case-sensitive); rename it to minKubeVersion"
+            ),
+        );
+    }
+    let ptr = format!("/spec/{}", opship_core::yaml::escape_pointer_token(key));
+    match &spec[key] {
         Value::Null => push(
             &OHB007,
-            "/spec",
+            if spec.get(key).is_some() {
+                &ptr
+            } else {
+                "/spec"
+            },
             format!("CSV {name}: spec.minKubeVersion is not set"),
         ),
         Value::String(s) if s.trim().is_empty() => push(
             &OHB007,
-            "/spec/minKubeVersion",
+            &ptr,
             format!("CSV {name}: spec.minKubeVersion is empty"),
         ),
         Value::String(s) => {
             if let Err(e) = semver::Version::parse(s) {
                 push(
                     &OHB008,
-                    "/spec/minKubeVersion",
-                    format!("spec.minKubeVersion `{s}` is not a MAJOR.MINOR.PATCH version ({e})"),
+                    &ptr,
+                    format!("spec.{key} `{s}` is not a MAJOR.MINOR.PATCH version ({e})"),
                 );
             }
         }
         other => push(
             &OHB008,
-            "/spec/minKubeVersion",
-            format!("spec.minKubeVersion `{other}` must be a string such as \"1.25.0\""),
+            &ptr,
+            format!("spec.{key} `{other}` must be a string such as \"1.25.0\""),
         ),
     }
 }
