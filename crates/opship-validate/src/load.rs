@@ -26,6 +26,8 @@ enum Parsed {
 pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// At most this many files are read from a bundle.
 pub const MAX_FILES: usize = 10_000;
+/// At most this many bytes are read from a bundle in all: files past it are reported unread.
+pub const MAX_TOTAL_BYTES: u64 = 256 * 1024 * 1024;
 
 /// `metadata/annotations.yaml`: where it is and what it says.
 #[derive(Debug, Clone)]
@@ -198,8 +200,15 @@ pub fn load_dir(dir: &Path) -> Result<Bundle> {
                 input.too_big.push((rel, meta.len()));
                 continue;
             }
+            if input.total + meta.len() > MAX_TOTAL_BYTES {
+                input.over_total.push(rel);
+                continue;
+            }
             match read_capped(&path) {
-                Ok(Ok(bytes)) => input.files.push((rel, bytes)),
+                Ok(Ok(bytes)) => {
+                    input.total += bytes.len() as u64;
+                    input.files.push((rel, bytes));
+                }
                 Ok(Err(len)) => input.too_big.push((rel, len)),
                 Err(e) => input.unreadable.push((rel, format!("cannot be read: {e}"))),
             }
@@ -259,6 +268,11 @@ pub fn load_files(root: &Path, files: Vec<(PathBuf, Vec<u8>)>) -> Bundle {
                 input.too_big.push((rel, bytes.len() as u64));
                 continue;
             }
+            if input.total + bytes.len() as u64 > MAX_TOTAL_BYTES {
+                input.over_total.push(rel);
+                continue;
+            }
+            input.total += bytes.len() as u64;
             input.files.push((rel, bytes));
         } else if rel == Path::new("bundle.Dockerfile") {
             input.dockerfile = Some((
@@ -287,6 +301,10 @@ struct Input {
     /// `manifests` or `metadata` present but not a readable directory, and why.
     not_dirs: Vec<(String, String)>,
     too_big: Vec<(PathBuf, u64)>,
+    /// Files not read because the bundle's total reached [`MAX_TOTAL_BYTES`].
+    over_total: Vec<PathBuf>,
+    /// Bytes read so far.
+    total: u64,
     /// Entries that could not be read as files, and why.
     unreadable: Vec<(PathBuf, String)>,
     dockerfile: Option<(PathBuf, String)>,
@@ -301,6 +319,8 @@ impl Input {
             missing: Vec::new(),
             not_dirs: Vec::new(),
             too_big: Vec::new(),
+            over_total: Vec::new(),
+            total: 0,
             unreadable: Vec::new(),
             dockerfile: None,
         }
@@ -349,6 +369,19 @@ impl Input {
                     format!("{sub} {why}; the bundle needs a {sub}/ directory"),
                 )
                 .at(Origin::file(&self.root.join(sub))),
+            );
+        }
+        for rel in &self.over_total {
+            b.findings.push(
+                Finding::new(
+                    &format::BF008,
+                    &b.name,
+                    format!(
+                        "{} not read: the bundle's files pass {MAX_TOTAL_BYTES} bytes in total",
+                        rel.display()
+                    ),
+                )
+                .at(Origin::file(&self.root.join(rel))),
             );
         }
         for (rel, why) in &self.unreadable {
