@@ -3,7 +3,7 @@
 //! `StandardCategoriesValidator`, and the deprecated `OperatorHubValidator` that bundles them):
 //! provider, maintainers, links, version, icon, minKubeVersion, capability level and categories.
 //! Removed Kubernetes APIs, which the reference also reports here, are the `deprecated-apis`
-//! suite's job.
+//! suite's job, and a minKubeVersion that is not MAJOR.MINOR.PATCH is the csv suite's CSV009.
 
 use opship_core::manifest::Object;
 use serde_json::Value;
@@ -82,22 +82,13 @@ rule!(
     OHB008,
     Error,
     Some("CSVFileNotValid"),
-    "spec.minKubeVersion is a full semantic version",
-    "spec.minKubeVersion must be MAJOR.MINOR.PATCH (e.g. 1.25.0, not 1.25 or v1.25.0), as a \
-     string."
-);
-rule!(
-    Operatorhub,
-    OHB009,
-    Error,
-    Some("CSVFileNotValid"),
     "The capabilities annotation names a known capability level",
     "metadata.annotations.capabilities must be one of Basic Install, Seamless Upgrades, Full \
      Lifecycle, Deep Insights or Auto Pilot (the operator capability levels)."
 );
 rule!(
     Operatorhub,
-    OHB010,
+    OHB009,
     Error,
     Some("CSVFileNotValid"),
     "Every entry of the categories annotation is a known OperatorHub category",
@@ -109,7 +100,7 @@ rule!(
 );
 rule!(
     Operatorhub,
-    OHB011,
+    OHB010,
     Warning,
     None,
     "spec.minKubeVersion is spelled with the exact case",
@@ -122,7 +113,6 @@ rule!(
 /// The rules of this suite.
 pub const RULES: &[&Rule] = &[
     &OHB001, &OHB002, &OHB003, &OHB004, &OHB005, &OHB006, &OHB007, &OHB008, &OHB009, &OHB010,
-    &OHB011,
 ];
 
 /// The capability levels the `capabilities` annotation may name.
@@ -314,7 +304,7 @@ fn min_kube_version(spec: &Value, name: &str, push: &mut impl FnMut(&'static Rul
     {
         key = k;
         push(
-            &OHB011,
+            &OHB010,
             &format!("/spec/{}", opship_core::yaml::escape_pointer_token(k)),
             format!(
                 "CSV {name}: spec.{k} is ignored by Kubernetes and OLM (field names are \
@@ -322,6 +312,7 @@ fn min_kube_version(spec: &Value, name: &str, push: &mut impl FnMut(&'static Rul
             ),
         );
     }
+    // A value that is not MAJOR.MINOR.PATCH is the csv suite's CSV009.
     let ptr = format!("/spec/{}", opship_core::yaml::escape_pointer_token(key));
     match &spec[key] {
         Value::Null => push(
@@ -338,20 +329,7 @@ fn min_kube_version(spec: &Value, name: &str, push: &mut impl FnMut(&'static Rul
             &ptr,
             format!("CSV {name}: spec.minKubeVersion is empty"),
         ),
-        Value::String(s) => {
-            if let Err(e) = semver::Version::parse(s) {
-                push(
-                    &OHB008,
-                    &ptr,
-                    format!("spec.{key} `{s}` is not a MAJOR.MINOR.PATCH version ({e})"),
-                );
-            }
-        }
-        other => push(
-            &OHB008,
-            &ptr,
-            format!("spec.{key} `{other}` must be a string such as \"1.25.0\""),
-        ),
+        _ => {}
     }
 }
 
@@ -366,7 +344,7 @@ fn annotations(
         && !CAPABILITIES.contains(&cap)
     {
         push(
-            &OHB009,
+            &OHB008,
             "/metadata/annotations/capabilities",
             format!(
                 "capabilities `{cap}` is not a capability level ({})",
@@ -397,7 +375,7 @@ fn annotations(
         "OperatorHub"
     };
     push(
-        &OHB010,
+        &OHB009,
         "/metadata/annotations/categories",
         format!(
             "CSV {name}: categor{} {} not in the {set} categories",
