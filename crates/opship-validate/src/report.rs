@@ -43,6 +43,8 @@ pub const SARIF_FINGERPRINT_KEY: &str = "opshipFindingHash/v1";
 const TOOL_NAME: &str = "opship";
 const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
 const TOOL_URI: &str = "https://github.com/opship/opship";
+/// Where each rule is explained (`docs/rules.md`, one heading per rule ID).
+const RULES_URI: &str = "https://github.com/opship/opship/blob/main/docs/rules.md";
 
 /// Renders the outcome of validating several bundles; a bundle that could not be validated
 /// at all is an `Err` in `results`.
@@ -396,6 +398,7 @@ struct SarifRule {
     short_description: SarifText,
     full_description: SarifText,
     help: SarifText,
+    help_uri: String,
     default_configuration: SarifConfiguration,
     properties: SarifRuleProperties,
 }
@@ -611,6 +614,7 @@ fn sarif(results: &[Result<BundleReport>]) -> String {
                             help: SarifText {
                                 text: r.help.to_string(),
                             },
+                            help_uri: format!("{RULES_URI}#{}", r.id.to_ascii_lowercase()),
                             default_configuration: SarifConfiguration { level: r.level },
                             properties: SarifRuleProperties {
                                 tags: vec![r.suite.name()],
@@ -709,11 +713,22 @@ fn fingerprint(parts: &[&str]) -> String {
 // ---------------------------------------------------------------------------------------------
 // GitHub workflow commands
 
-/// Escapes a workflow command's message (`%`, CR, LF).
+/// Escapes a workflow command's message (`%`, CR, LF). Other control characters (escape
+/// sequences from a hostile bundle) are shown escaped, `\u{1b}`, rather than passed to the log.
 pub fn escape_data(text: &str) -> String {
-    text.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '\r' => out.push_str("%0D"),
+            '\n' => out.push_str("%0A"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Escapes a workflow command's property value (as data, plus `:` and `,`).
@@ -729,7 +744,10 @@ fn github(results: &[Result<BundleReport>]) -> String {
             Err(e) => {
                 let mut props = Vec::new();
                 if let Some(p) = error_path(e) {
-                    props.push(format!("file={}", escape_property(&p.display().to_string())));
+                    props.push(format!(
+                        "file={}",
+                        escape_property(&p.display().to_string())
+                    ));
                 }
                 props.push("title=opship".to_string());
                 let _ = writeln!(
@@ -790,7 +808,10 @@ mod tests {
     #[test]
     fn uris() {
         let uri = |p: &str| path_uri(&PathBuf::from(p));
-        assert_eq!(uri("bundles/a b/m.yaml"), ("bundles/a%20b/m.yaml".into(), true));
+        assert_eq!(
+            uri("bundles/a b/m.yaml"),
+            ("bundles/a%20b/m.yaml".into(), true)
+        );
         assert_eq!(uri("./x/y"), ("x/y".into(), true));
         assert_eq!(uri("../x/ü#?%"), ("../x/%C3%BC%23%3F%25".into(), true));
         assert_eq!(uri("c:d"), ("c%3Ad".into(), true));
@@ -812,5 +833,6 @@ mod tests {
     fn workflow_escapes() {
         assert_eq!(escape_data("50%\r\nx: y, z"), "50%25%0D%0Ax: y, z");
         assert_eq!(escape_property("a:b,c%\n"), "a%3Ab%2Cc%25%0A");
+        assert_eq!(escape_data("\u{1b}[0m\t"), "\\u{1b}[0m\\u{9}");
     }
 }
