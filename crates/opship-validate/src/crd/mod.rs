@@ -1350,10 +1350,3 @@ fn service_path_problems(p: &str) -> Vec<String> {
     }
     errs
 }
-
-#[doc(hidden)]
-pub fn bench_check(b: &Bundle) -> usize {
-    let mut out = Vec::new();
-    check(b, &Options::default(), &mut out);
-    out.len()
-}
