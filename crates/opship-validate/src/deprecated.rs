@@ -453,9 +453,7 @@ fn psp_rules(b: &Bundle, csv: Option<&Object>, owner: &str, out: &mut Vec<Findin
         strings(rule, "apiGroups")
             .iter()
             .any(|g| matches!(*g, "policy" | "extensions"))
-            && strings(rule, "resources")
-                .iter()
-                .any(|r| *r == "podsecuritypolicies")
+            && strings(rule, "resources").contains(&"podsecuritypolicies")
     };
     if let Some(csv) = csv {
         for (field, ptr, rule) in csv_rules(csv) {

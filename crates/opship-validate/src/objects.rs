@@ -81,18 +81,14 @@ pub(crate) fn check(b: &Bundle, _opts: &Options, out: &mut Vec<Finding>) {
     for o in &b.objects {
         match o.kind() {
             "PodDisruptionBudget" => pdb(o, out),
-            "PriorityClass" => {
-                if o.value()["globalDefault"].as_bool() == Some(true) {
-                    out.push(
-                        Finding::new(
-                            &OBJ003,
-                            o.name(),
-                            format!("{}: globalDefault must not be true", o.describe()),
-                        )
-                        .at(o.origin_of("/globalDefault")),
-                    );
-                }
-            }
+            "PriorityClass" if o.value()["globalDefault"].as_bool() == Some(true) => out.push(
+                Finding::new(
+                    &OBJ003,
+                    o.name(),
+                    format!("{}: globalDefault must not be true", o.describe()),
+                )
+                .at(o.origin_of("/globalDefault")),
+            ),
             "Role" | "ClusterRole" => rbac(o, out),
             _ => {}
         }

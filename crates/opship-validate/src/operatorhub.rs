@@ -674,8 +674,9 @@ fn host_problem(host: &str) -> Option<String> {
     } else {
         host.rfind(':').map_or("", |i| &host[i..])
     };
-    if !port.is_empty() && !(port.starts_with(':') && port[1..].bytes().all(|c| c.is_ascii_digit()))
-    {
+    let port_ok =
+        port.is_empty() || (port.starts_with(':') && port[1..].bytes().all(|c| c.is_ascii_digit()));
+    if !port_ok {
         return Some(format!("invalid port {port:?} after host"));
     }
     if let Some(why) = escape_problem(host) {
