@@ -280,6 +280,18 @@ fn optional_suites_match_operator_framework_api() {
         matching[&Kind::Errors],
         matching[&Kind::Warnings]
     );
+    let mut per_rule: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for run in runs {
+        let mut seen = BTreeSet::new();
+        for f in run.with.iter().filter(|f| OPTIONAL.contains(&f.rule.suite)) {
+            let e = per_rule.entry(f.rule.id).or_default();
+            e.0 += 1;
+            if seen.insert(f.rule.id) {
+                e.1 += 1;
+            }
+        }
+    }
+    println!("findings per rule (findings, bundles): {per_rule:?}");
     println!("| bundle | sets | opship only | reference only | opship rules |");
     for row in &table {
         println!("{row}");
