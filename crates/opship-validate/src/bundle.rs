@@ -127,6 +127,15 @@ fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
     v[key].as_str().unwrap_or_default()
 }
 
+/// The file of an object, relative to the bundle root.
+fn rel(b: &Bundle, o: &Object) -> String {
+    let file = &o.doc.file;
+    file.strip_prefix(&b.root)
+        .unwrap_or(file)
+        .display()
+        .to_string()
+}
+
 /// BND001–BND003.
 fn crds(b: &Bundle, csv: &Object, out: &mut Vec<Finding>) {
     // Every served (group, version, kind) with where it is defined.
@@ -171,10 +180,10 @@ fn crds(b: &Bundle, csv: &Object, out: &mut Vec<Finding>) {
                     &BND001,
                     &b.name,
                     format!(
-                        "CRD {} is defined twice: by {} and by {} ({})",
+                        "CRD {} is served by {} ({}) and again by this {} CRD",
                         gvk_string(gvk),
                         first.describe(),
-                        crd.describe(),
+                        rel(b, first),
                         crd.api_version()
                     ),
                 )
@@ -302,7 +311,7 @@ fn size(b: &Bundle, out: &mut Vec<Finding>) {
     let (level, what) = if gz > SIZE_LIMIT {
         (Level::Error, "exceeds")
     } else if gz > warn {
-        (Level::Warning, "is close to")
+        (Level::Warning, "is over 85% of")
     } else {
         return;
     };
@@ -311,9 +320,9 @@ fn size(b: &Bundle, out: &mut Vec<Finding>) {
             &BND005,
             &b.name,
             format!(
-                "the bundle's gzip-compressed size ~{} {what} the limit of {} (uncompressed: {})",
+                "the bundle's files gzip to ~{} ({gz} bytes), which {what} the limit of 1 MiB \
+                 ({SIZE_LIMIT} bytes); uncompressed they are {}",
                 human(gz),
-                human(SIZE_LIMIT),
                 human(raw)
             ),
         )

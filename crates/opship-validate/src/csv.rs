@@ -504,11 +504,7 @@ impl<'a> Ctx<'a> {
                     self.push(
                         &CSV012,
                         &ptr,
-                        format!(
-                            "{key} is not valid JSON: {e} (line {} column {} of the value)",
-                            e.line(),
-                            e.column()
-                        ),
+                        format!("{key} is not valid JSON: {e} of the annotation value"),
                     );
                     return;
                 }
@@ -745,7 +741,12 @@ impl<'a> Ctx<'a> {
             ));
         }
         for (ptr, p) in problems {
-            self.push(&CSV018, &ptr, p);
+            let msg = if ptr == "/spec/version" {
+                p
+            } else {
+                format!("{} {p}", pointer_to_path(&ptr))
+            };
+            self.push(&CSV018, &ptr, msg);
         }
     }
 
@@ -832,6 +833,25 @@ impl Ty {
             }
         ))
     }
+}
+
+/// `/spec/installModes/0/supported` as `spec.installModes[0].supported`.
+fn pointer_to_path(ptr: &str) -> String {
+    let mut out = String::new();
+    for token in ptr.split('/').skip(1) {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        if token.bytes().all(|c| c.is_ascii_digit()) && !token.is_empty() {
+            out.push_str(&format!("[{token}]"));
+        } else if token.contains(['.', '/']) {
+            out.push_str(&format!("[{token}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&token);
+        }
+    }
+    out
 }
 
 fn json_kind(v: &Value) -> &'static str {
@@ -960,6 +980,18 @@ mod tests {
         assert!(release_problem("a..b").is_some());
         assert!(release_problem("a_b").is_some());
         assert!(release_problem(&"1".repeat(21)).is_some());
+    }
+
+    #[test]
+    fn paths() {
+        assert_eq!(
+            pointer_to_path("/spec/installModes/0/supported"),
+            "spec.installModes[0].supported"
+        );
+        assert_eq!(
+            pointer_to_path("/metadata/annotations/olm.skipRange"),
+            "metadata.annotations[olm.skipRange]"
+        );
     }
 
     #[test]
