@@ -9,5 +9,6 @@ pub mod fsutil;
 pub mod manifest;
 pub mod semver_range;
 pub mod yaml;
+mod yaml_tree;
 
 pub use error::{Error, Result};

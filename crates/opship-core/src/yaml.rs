@@ -305,6 +305,12 @@ fn flatten(
 /// Limits against hostile input. Generous enough for the multi-MiB CRDs real operators ship
 /// (deep `openAPIV3Schema` nesting, hundreds of thousands of nodes), tight enough that an
 /// alias bomb or a runaway stream stops with an error instead of eating the machine.
+/// Node limit of trusted input (the project's own manifests).
+const MAX_NODES: usize = 20_000_000;
+/// Node limit of files under validation, which may come from anyone: the largest file of 237
+/// real bundles has about 57,000 nodes; 2 million keep one file below about 600 MB.
+const UNTRUSTED_MAX_NODES: usize = 2_000_000;
+
 fn budget() -> serde_saphyr::Budget {
     let mut b = serde_saphyr::Budget::default();
     b.max_depth = 512;
@@ -315,19 +321,6 @@ fn budget() -> serde_saphyr::Budget {
     b.max_reader_input_bytes = Some(1024 * 1024 * 1024);
     b.max_aliases = 10_000;
     b.max_anchors = 10_000;
-    b
-}
-
-/// Tighter limits for files of bundles under validation, which may come from anyone. The
-/// largest file of 237 real bundles has about 57,000 nodes and none uses anchors; 2 million
-/// nodes keep one file below about 600 MB of memory (a 64 MiB file of `- 1` lines would
-/// otherwise make 16 million nodes and several GB), and an alias bomb stops after 100,000
-/// recorded events instead of a million.
-fn untrusted_budget() -> serde_saphyr::Budget {
-    let mut b = budget();
-    b.max_nodes = 2_000_000;
-    b.max_events = 4_000_000;
-    b.max_recorded_anchor_events = 100_000;
     b
 }
 
@@ -374,6 +367,38 @@ fn yaml_error(file: &Path, err: &serde_saphyr::Error) -> Error {
 /// Parses a stream of YAML documents (`---` separated). Empty documents are skipped. A leading
 /// byte-order mark and CRLF line ends are accepted.
 pub fn parse_stream(text: &str, file: &Path) -> Result<Vec<Document>> {
+    parse_fast(text, file, false).map(|(docs, _)| docs)
+}
+
+fn parse_fast(
+    text: &str,
+    file: &Path,
+    lenient: bool,
+) -> Result<(Vec<Document>, Vec<DuplicateKey>)> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let max_nodes = if lenient {
+        UNTRUSTED_MAX_NODES
+    } else {
+        MAX_NODES
+    };
+    let (trees, dups) = crate::yaml_tree::parse(text, file, lenient, max_nodes)?;
+    let file: Arc<Path> = Arc::from(file);
+    let docs = trees
+        .into_iter()
+        .map(|t| Document {
+            value: t.value,
+            file: file.clone(),
+            positions: Arc::new(t.positions),
+            prefix: String::new(),
+        })
+        .collect();
+    Ok((docs, dups))
+}
+
+/// [`parse_stream`] through serde-saphyr's deserializer: the reference that the event-driven
+/// fast path is tested against (same values, same positions).
+#[doc(hidden)]
+pub fn parse_stream_serde(text: &str, file: &Path) -> Result<Vec<Document>> {
     parse_stream_with(
         text,
         file,
@@ -396,14 +421,7 @@ pub struct DuplicateKey {
 /// the reference tools accept. Since validators read files from anyone, the limits are
 /// tighter: at most 2 million nodes per file and 100,000 events recorded for anchors.
 pub fn parse_stream_lenient(text: &str, file: &Path) -> Result<(Vec<Document>, Vec<DuplicateKey>)> {
-    parse_stream_with(
-        text,
-        file,
-        options_with(
-            serde_saphyr::DuplicateKeyPolicy::PassThrough,
-            untrusted_budget(),
-        ),
-    )
+    parse_fast(text, file, true)
 }
 
 fn parse_stream_with(
