@@ -460,7 +460,8 @@ impl Validator<'_> {
                 continue;
             }
             let child = n.property(req);
-            if !present(req, child) && !child.is_some_and(|c| c.get("default").is_some()) {
+            let defaulted = child.is_some_and(|c| c.get("default").is_some());
+            if !(present(req, child) || defaulted) {
                 self.push(
                     Kind::Required,
                     &join(path, req),
