@@ -645,6 +645,30 @@ mod tests {
         }
     }
 
+    fn sized(gzip_size: u64) -> Vec<Finding> {
+        let mut b = crate::load::load_files(std::path::Path::new("big"), Vec::new());
+        b.files.push(crate::load::FileInfo {
+            path: "manifests/x.yaml".into(),
+            size: gzip_size * 4,
+            gzip_size,
+        });
+        let mut out = Vec::new();
+        size(&b, &mut out);
+        out
+    }
+
+    #[test]
+    fn size_levels() {
+        assert!(sized(SIZE_LIMIT * 85 / 100).is_empty());
+        let warn = sized(SIZE_LIMIT * 85 / 100 + 1);
+        assert_eq!(warn.len(), 1);
+        assert_eq!(warn[0].level, Level::Warning);
+        assert_eq!(sized(SIZE_LIMIT)[0].level, Level::Warning);
+        let err = sized(SIZE_LIMIT + 1);
+        assert_eq!(err[0].level, Level::Error);
+        assert!(err[0].message.contains("exceeds"), "{}", err[0].message);
+    }
+
     #[test]
     fn human_sizes() {
         assert_eq!(human(999), "999 B");

@@ -840,9 +840,8 @@ fn pointer_to_path(ptr: &str) -> String {
     let mut out = String::new();
     for token in ptr.split('/').skip(1) {
         let token = token.replace("~1", "/").replace("~0", "~");
-        if token.bytes().all(|c| c.is_ascii_digit()) && !token.is_empty() {
-            out.push_str(&format!("[{token}]"));
-        } else if token.contains(['.', '/']) {
+        let index = !token.is_empty() && token.bytes().all(|c| c.is_ascii_digit());
+        if index || token.contains(['.', '/']) {
             out.push_str(&format!("[{token}]"));
         } else {
             if !out.is_empty() {
@@ -999,5 +998,64 @@ mod tests {
         assert_eq!(split_group_version("v1"), Some(("", "v1")));
         assert_eq!(split_group_version("a.io/v1"), Some(("a.io", "v1")));
         assert_eq!(split_group_version("a/b/c"), None);
+    }
+}
+
+#[cfg(test)]
+mod odd_shapes {
+    use std::path::{Path, PathBuf};
+
+    /// Every field the CSV and bundle rules read, given every JSON type: no panic.
+    #[test]
+    fn no_panic_on_any_shape() {
+        let shapes = [
+            "null",
+            "1",
+            "true",
+            "\"x\"",
+            "[]",
+            "{}",
+            "[1, \"a\", null, {}]",
+            "{a: 1}",
+        ];
+        let fields = [
+            "metadata: {name: X, annotations: S}",
+            "metadata: {annotations: {alm-examples: S, olm.examples: S}}",
+            "spec: S",
+            "spec: {install: S, installModes: S, displayName: S}",
+            "spec: {install: {strategy: S, spec: S}}",
+            "spec: {install: {spec: {deployments: S}}}",
+            "spec: {install: {spec: {deployments: [{spec: {template: {spec: {containers: S, \
+             serviceAccountName: S}}}}]}}}",
+            "spec: {installModes: [S], webhookdefinitions: S}",
+            "spec: {webhookdefinitions: [{conversionCRDs: S}], installModes: [{type: S, \
+             supported: S}]}",
+            "spec: {customresourcedefinitions: {owned: S}, apiservicedefinitions: {owned: [S]}}",
+            "spec: {customresourcedefinitions: {owned: [{name: S, version: S, kind: S}]}}",
+            "spec: {relatedImages: S, release: S, version: S, minKubeVersion: S, replaces: S}",
+            "spec: {relatedImages: [S, {image: S}]}",
+        ];
+        for f in fields {
+            for s in shapes {
+                let csv = format!(
+                    "apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\n{}\n",
+                    f.replace('S', s)
+                );
+                let crd =
+                    "apiVersion: apiextensions.k8s.io/v1beta1\nkind: CustomResourceDefinition\n\
+                           metadata: {name: a.b}\nspec: {group: S, names: S, versions: S}\n"
+                        .replace('S', s);
+                let files: Vec<(PathBuf, Vec<u8>)> = vec![
+                    (PathBuf::from("manifests/csv.yaml"), csv.into_bytes()),
+                    (PathBuf::from("manifests/crd.yaml"), crd.into_bytes()),
+                    (
+                        PathBuf::from("manifests/sa.yaml"),
+                        b"apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: x}\n".to_vec(),
+                    ),
+                ];
+                let b = crate::load::load_files(Path::new("odd"), files);
+                let _ = crate::validate(&b, &crate::Options::all());
+            }
+        }
     }
 }
