@@ -452,7 +452,7 @@ pub(crate) fn parse(
                     line: u32::try_from(m.line()).unwrap_or(u32::MAX),
                     col: u32::try_from(m.col() + 1).unwrap_or(u32::MAX),
                 },
-                e.to_string(),
+                e.info(),
             )
         })?;
         let at = pos(&span);
