@@ -894,15 +894,7 @@ pub(crate) fn csv_name_problem(name: &str) -> Option<String> {
     if name.is_empty() {
         return Some("is empty".into());
     }
-    let dns_ok = name.len() <= 253
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label
-                    .bytes()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        });
+    let dns_ok = crate::format::dns1123_subdomain_problem(name).is_none();
     if !dns_ok {
         why.push(
             "is not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', starting and \

@@ -301,31 +301,6 @@ fn removed_in(api_version: &str, kind: &str) -> Option<(usize, &'static str)> {
     })
 }
 
-/// Parses a version the way blang/semver's `ParseTolerant` does: surrounding space and one
-/// leading `v` are dropped, leading zeros removed, and `1.25` is read as `1.25.0`.
-pub fn parse_tolerant(s: &str) -> Option<semver::Version> {
-    let s = s.trim();
-    let s = s.strip_prefix('v').unwrap_or(s);
-    let mut parts: Vec<String> = s.splitn(3, '.').map(str::to_owned).collect();
-    for p in &mut parts {
-        if p.len() > 1 {
-            let t = p.trim_start_matches('0');
-            *p = if t.is_empty() || !t.starts_with(|c: char| c.is_ascii_digit()) {
-                format!("0{t}")
-            } else {
-                t.to_owned()
-            };
-        }
-    }
-    if parts.len() < 3 {
-        if parts.last().is_some_and(|p| p.contains(['+', '-'])) {
-            return None;
-        }
-        parts.resize(3, "0".to_owned());
-    }
-    semver::Version::parse(&parts.join(".")).ok()
-}
-
 /// One use of a removed API: what, where.
 struct Hit {
     what: String,
@@ -343,7 +318,7 @@ pub(crate) fn check(b: &Bundle, opts: &Options, out: &mut Vec<Finding>) {
         && let Some(mkv) = csv.value()["spec"]["minKubeVersion"].as_str()
         && !mkv.trim().is_empty()
     {
-        min_kube = parse_tolerant(mkv);
+        min_kube = crate::csv::parse_tolerant(mkv).ok();
         if min_kube.is_none() {
             out.push(
                 Finding::new(
@@ -505,7 +480,7 @@ mod tests {
 
     #[test]
     fn tolerant_versions() {
-        let v = |s| parse_tolerant(s).map(|v| v.to_string());
+        let v = |s| crate::csv::parse_tolerant(s).ok().map(|v| v.to_string());
         assert_eq!(v("1.25"), Some("1.25.0".into()));
         assert_eq!(v(" v1.25.3 "), Some("1.25.3".into()));
         assert_eq!(v("1.025.0"), Some("1.25.0".into()));
