@@ -6,6 +6,7 @@ pub mod bundle;
 pub mod config;
 pub mod error;
 pub mod fsutil;
+pub mod image;
 pub mod manifest;
 pub mod semver_range;
 pub mod yaml;

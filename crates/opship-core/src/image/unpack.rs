@@ -1,0 +1,1 @@
+//! Safe unpacking of image layers (to be written).
