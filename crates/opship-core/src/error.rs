@@ -47,6 +47,17 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// An archive (an image layer) was refused: an entry would escape the target, is of a kind
+    /// that is never unpacked (device, symlink), or a size or count budget was exceeded.
+    #[error("{}: {message}", path.display())]
+    #[diagnostic(code(opship::unsafe_archive))]
+    Unsafe {
+        /// The entry as the archive names it (or `(layer)` for the archive as a whole).
+        path: PathBuf,
+        /// Why it was refused.
+        message: String,
+    },
+
     /// A bug in opship rather than in the input.
     #[error("internal error: {0}")]
     #[diagnostic(code(opship::internal))]

@@ -5,6 +5,7 @@ mod decompose;
 mod generate;
 mod roundtrip;
 mod sample;
+mod unpack;
 mod yaml_fast;
 
 use std::path::PathBuf;
