@@ -48,6 +48,56 @@ pub enum Command {
         args_conflicts_with_subcommands = true
     )]
     Validate(ValidateArgs),
+    /// Build reproducible bundle images into an OCI layout (no container engine).
+    #[command(
+        after_help = "Prints one line per image: `TAG DIGEST`. Same bundle content, options and \
+SOURCE_DATE_EPOCH → same digest on every machine.\n\nExamples:\n  opship build bundle/0.3.0\n  opship build bundle/* --layout dist/oci --archive dist/bundles.tar\n  opship build bundle/0.3.0 --tag v0.3.0 --label com.example.team=storage\n  skopeo copy oci:dist/oci:0.3.0 docker://quay.io/example/memcached-operator-bundle:v0.3.0"
+    )]
+    Build(BuildArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    /// Bundle directories (`manifests/`, `metadata/`, optional `tests/scorecard/`).
+    #[arg(required = true, value_name = "BUNDLE_DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// OCI image layout to write the images into (created when missing; existing tags
+    /// are replaced).
+    #[arg(long, value_name = "DIR", default_value = "dist/oci")]
+    pub layout: PathBuf,
+    /// Tag of the image (only with one bundle; default: the CSV's spec.version, else the
+    /// directory's name; `+` becomes `_`).
+    #[arg(long, short)]
+    pub tag: Option<String>,
+    /// Manifest media types.
+    #[arg(long, value_enum, default_value_t = ImageFormat::Oci)]
+    pub format: ImageFormat,
+    /// Also write a `docker load`-able archive (OCI layout + manifest.json) with every image,
+    /// named `<package>-bundle:<tag>` unless the tag is a full reference.
+    #[arg(long, value_name = "FILE")]
+    pub archive: Option<PathBuf>,
+    /// Extra image label `key=value` (repeatable; overrides an annotation of the same key).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub label: Vec<String>,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = BuildOutput::Text)]
+    pub output: BuildOutput,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ImageFormat {
+    /// OCI image-spec media types.
+    Oci,
+    /// Docker v2 schema 2 media types.
+    Docker,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BuildOutput {
+    /// `TAG DIGEST` per image.
+    Text,
+    /// A JSON array of `{dir, tag, digest, config, layer, diffId, size}`.
+    Json,
 }
 
 #[derive(Debug, Args)]

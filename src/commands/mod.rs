@@ -1,5 +1,6 @@
 //! Dispatch from parsed command lines to the libraries, and the exit status each outcome maps to.
 
+mod build;
 mod generate;
 mod init;
 mod validate;
@@ -45,6 +46,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CmdError> {
             generate::bundle(&args, project.as_ref())
         }
         Command::Validate(args) => validate::run(&args),
+        Command::Build(args) => build::run(&args),
     }
 }
 

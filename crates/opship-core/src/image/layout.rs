@@ -1,0 +1,288 @@
+//! The OCI image layout on disk (image-spec `image-layout.md`): `oci-layout`, `index.json` and
+//! `blobs/sha256/<hex>`. Several images share one layout, each named by the
+//! `org.opencontainers.image.ref.name` annotation of its `index.json` entry.
+//!
+//! Writing: blobs first (temporary file + rename, skipped when the blob exists with the right
+//! content), `index.json` last, atomically, so a reader never sees a tag whose blobs are
+//! missing. Reading verifies every blob's size and digest.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::build::Image;
+use super::oci::{self, Descriptor, Digest, ImageConfig, Index, Manifest, annotation, media};
+use crate::error::{Error, Result};
+
+/// Content of `oci-layout`.
+pub const OCI_LAYOUT: &[u8] = br#"{"imageLayoutVersion":"1.0.0"}"#;
+
+/// An OCI layout directory.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    dir: PathBuf,
+}
+
+/// An image read back from a layout, every blob verified.
+#[derive(Debug, Clone)]
+pub struct ReadImage {
+    /// The `index.json` entry.
+    pub descriptor: Descriptor,
+    /// Manifest bytes.
+    pub manifest_bytes: Vec<u8>,
+    /// The parsed manifest.
+    pub manifest: Manifest,
+    /// Config bytes.
+    pub config_bytes: Vec<u8>,
+    /// The parsed config.
+    pub config: ImageConfig,
+    /// Layer blobs, in manifest order.
+    pub layers: Vec<Vec<u8>>,
+}
+
+impl Layout {
+    /// The layout at `dir` (nothing is read or written yet).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Layout { dir: dir.into() }
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Path of a blob.
+    pub fn blob_path(&self, digest: &Digest) -> PathBuf {
+        self.dir.join("blobs/sha256").join(digest.hex())
+    }
+
+    /// Creates the directory, `blobs/sha256/` and `oci-layout` when missing; refuses a
+    /// directory whose `oci-layout` says something else.
+    pub fn init(&self) -> Result<()> {
+        let blobs = self.dir.join("blobs/sha256");
+        std::fs::create_dir_all(&blobs).map_err(|e| Error::io(&blobs, e))?;
+        let marker = self.dir.join("oci-layout");
+        match std::fs::read(&marker) {
+            Ok(bytes) => {
+                let v: serde_json::Value = serde_json::from_slice(&bytes)
+                    .map_err(|e| Error::Input(format!("{}: not JSON: {e}", marker.display())))?;
+                if v.get("imageLayoutVersion").and_then(|v| v.as_str()) != Some("1.0.0") {
+                    return Err(Error::Input(format!(
+                        "{}: imageLayoutVersion is not 1.0.0",
+                        marker.display()
+                    )));
+                }
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => write_atomic(&marker, OCI_LAYOUT),
+            Err(e) => Err(Error::io(&marker, e)),
+        }
+    }
+
+    /// Writes a blob unless a file with that digest and size is already there.
+    pub fn write_blob(&self, digest: &Digest, bytes: &[u8]) -> Result<()> {
+        let path = self.blob_path(digest);
+        if std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() == bytes.len() as u64) {
+            return Ok(());
+        }
+        write_atomic(&path, bytes)
+    }
+
+    /// Writes the blobs of an image (layer, config, manifest), skipping those present. Safe
+    /// to call from several threads at once; the image is not tagged until
+    /// [`Layout::write_images`].
+    pub fn write_blobs(&self, image: &Image) -> Result<()> {
+        for (digest, bytes) in image.blobs() {
+            self.write_blob(&digest, bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Reads and verifies a blob.
+    pub fn read_blob(&self, desc: &Descriptor) -> Result<Vec<u8>> {
+        let path = self.blob_path(&desc.digest);
+        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        if bytes.len() as u64 != desc.size {
+            return Err(Error::Input(format!(
+                "{}: {} bytes, the descriptor says {}",
+                path.display(),
+                bytes.len(),
+                desc.size
+            )));
+        }
+        let actual = Digest::of(&bytes);
+        if actual != desc.digest {
+            return Err(Error::Input(format!(
+                "{}: content hashes to {actual}, not {}",
+                path.display(),
+                desc.digest
+            )));
+        }
+        Ok(bytes)
+    }
+
+    /// The parsed `index.json` (an empty index when the file does not exist).
+    pub fn index(&self) -> Result<Index> {
+        let path = self.dir.join("index.json");
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                Error::Input(format!("{}: not an OCI image index: {e}", path.display()))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(empty_index()),
+            Err(e) => Err(Error::io(&path, e)),
+        }
+    }
+
+    /// Writes images with their tags: all blobs, then one new `index.json`. An existing entry
+    /// with the same tag is replaced in place; new tags are appended in the order given.
+    pub fn write_images<'a>(
+        &self,
+        images: impl IntoIterator<Item = (&'a str, &'a Image)>,
+    ) -> Result<()> {
+        self.init()?;
+        let mut index = self.index()?;
+        for (tag, image) in images {
+            check_tag(tag)?;
+            self.write_blobs(image)?;
+            let mut desc = image.manifest_descriptor.clone();
+            desc.annotations = BTreeMap::from([(annotation::REF_NAME.to_owned(), tag.to_owned())]);
+            match index
+                .manifests
+                .iter_mut()
+                .find(|d| d.annotations.get(annotation::REF_NAME).map(String::as_str) == Some(tag))
+            {
+                Some(slot) => *slot = desc,
+                None => index.manifests.push(desc),
+            }
+        }
+        let bytes = oci::to_json(&index)?;
+        write_atomic(&self.dir.join("index.json"), &bytes)
+    }
+
+    /// The tags of the layout, in `index.json` order.
+    pub fn tags(&self) -> Result<Vec<String>> {
+        Ok(self
+            .index()?
+            .manifests
+            .iter()
+            .filter_map(|d| d.annotations.get(annotation::REF_NAME).cloned())
+            .collect())
+    }
+
+    /// Resolves `tag` → manifest → config → layers, verifying every digest.
+    pub fn read_image(&self, tag: &str) -> Result<ReadImage> {
+        let index = self.index()?;
+        let Some(desc) = index
+            .manifests
+            .iter()
+            .find(|d| d.annotations.get(annotation::REF_NAME).map(String::as_str) == Some(tag))
+            .cloned()
+        else {
+            return Err(Error::Input(format!(
+                "{}: no image tagged `{tag}`",
+                self.dir.join("index.json").display()
+            )));
+        };
+        if desc.media_type != media::OCI_MANIFEST && desc.media_type != media::DOCKER_MANIFEST {
+            return Err(Error::Input(format!(
+                "{}: `{tag}` is a {}, not an image manifest",
+                self.dir.join("index.json").display(),
+                desc.media_type
+            )));
+        }
+        let manifest_bytes = self.read_blob(&desc)?;
+        let manifest: Manifest = serde_json::from_slice(&manifest_bytes).map_err(|e| {
+            Error::Input(format!(
+                "{}: not an image manifest: {e}",
+                self.blob_path(&desc.digest).display()
+            ))
+        })?;
+        let config_bytes = self.read_blob(&manifest.config)?;
+        let config: ImageConfig = serde_json::from_slice(&config_bytes).map_err(|e| {
+            Error::Input(format!(
+                "{}: not an image config: {e}",
+                self.blob_path(&manifest.config.digest).display()
+            ))
+        })?;
+        let layers = manifest
+            .layers
+            .iter()
+            .map(|l| self.read_blob(l))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ReadImage {
+            descriptor: desc,
+            manifest_bytes,
+            manifest,
+            config_bytes,
+            config,
+            layers,
+        })
+    }
+}
+
+/// Replaces `path` with `bytes` atomically (temporary file in the same directory, then
+/// rename), readable by everyone (0644), like the files `skopeo` and `docker save` write.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".opship-");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o644));
+    }
+    let mut tmp = builder
+        .tempfile_in(parent)
+        .map_err(|e| Error::io(path, e))?;
+    tmp.write_all(bytes).map_err(|e| Error::io(path, e))?;
+    tmp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
+    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    Ok(())
+}
+
+/// An index with no manifests.
+pub fn empty_index() -> Index {
+    Index {
+        schema_version: 2,
+        media_type: Some(media::OCI_INDEX.into()),
+        manifests: Vec::new(),
+        annotations: BTreeMap::new(),
+    }
+}
+
+/// Refuses tags that are not `[A-Za-z0-9_][A-Za-z0-9._-]{0,127}` (the distribution-spec tag
+/// grammar) — except that a full reference (`registry/repo:tag`) is allowed too, since
+/// `org.opencontainers.image.ref.name` permits it.
+pub fn check_tag(tag: &str) -> Result<()> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || "._-/:@".contains(c);
+    let first_ok = tag
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+    if tag.is_empty() || tag.len() > 255 || !first_ok || !tag.chars().all(ok_char) {
+        return Err(Error::Input(format!(
+            "`{tag}` is not a valid tag: use letters, digits, `_`, `.`, `-` (first a letter, \
+             digit or `_`), at most 128 characters; SemVer build metadata `+x` becomes `_x`"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags() {
+        assert!(check_tag("0.3.0").is_ok());
+        assert!(check_tag("v1.0.0_build.1").is_ok());
+        assert!(check_tag("quay.io/x/y:1.0").is_ok());
+        assert!(check_tag("").is_err());
+        assert!(check_tag("-x").is_err());
+        assert!(check_tag("1.0+b").is_err());
+        assert!(check_tag("a b").is_err());
+    }
+}
