@@ -244,9 +244,7 @@ impl State {
     ) -> Result<()> {
         let shown = String::from_utf8_lossy(raw_path).into_owned();
         let ty = entry.header().entry_type();
-        if ty.is_pax_global_extensions() || ty.as_byte() == b'V' {
-            return Ok(());
-        }
+        // Every entry counts, skipped ones too, so a flood of empty headers is cut short.
         self.entries += 1;
         if self.entries > self.limits.max_entries {
             return Err(refuse(
@@ -256,6 +254,9 @@ impl State {
                     self.limits.max_entries
                 ),
             ));
+        }
+        if ty.is_pax_global_extensions() || ty.as_byte() == b'V' {
+            return Ok(());
         }
         // Old tar writes directories as regular files whose name ends in `/`.
         let is_dir = ty.is_dir() || (ty.is_file() && raw_path.ends_with(b"/"));
@@ -435,6 +436,10 @@ impl State {
                 p => {
                     if p.contains('\0') {
                         return Err(refuse(shown, "path has a NUL byte"));
+                    }
+                    // A drive letter or a backslash would change what the path means there.
+                    if cfg!(windows) && (p.contains(':') || p.contains('\\')) {
+                        return Err(refuse(shown, "path has `:` or `\\`, refused on Windows"));
                     }
                     depth += 1;
                     out.push(p);

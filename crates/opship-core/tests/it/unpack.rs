@@ -382,8 +382,7 @@ fn hundred_thousand_tiny_files_are_refused() {
         &Limits::default(),
     )
     .unwrap_err();
-    // 20,000 files plus the implicit `manifests` directory is entry 20,001... the directory is
-    // not an entry of the archive, so the 20,001st file is the one refused.
+    // The implicit `manifests` directory is no entry of the archive: the 20,001st file is refused.
     assert_refused_names(e, "manifests/f20000.yaml", "more than 20000 entries");
     assert!(produced.get() < 20_100 * 512);
 }
