@@ -51,11 +51,32 @@ pub fn run(args: &BuildArgs) -> Result<ExitStatus, CmdError> {
         Ok((tag, image))
     });
     let mut images: Vec<(PathBuf, String, Image)> = Vec::with_capacity(built.len());
-    let mut by_tag: BTreeMap<String, PathBuf> = BTreeMap::new();
     for (dir, r) in args.dirs.iter().zip(built) {
         let (tag, image) =
             r.ok_or_else(|| format!("{}: internal error while building", dir.display()))??;
-        if let Some(other) = by_tag.insert(tag.clone(), dir.clone()) {
+        images.push((dir.clone(), tag, image));
+    }
+    // Default tags that collide (bundles of several operators at one version) are qualified
+    // with the package: `<package>-bundle:<version>`, the name `docker load` would use too.
+    if args.tag.is_none() {
+        let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+        for (_, t, _) in &images {
+            *count.entry(t.as_str()).or_default() += 1;
+        }
+        let clashing: Vec<String> = count
+            .into_iter()
+            .filter(|(_, n)| *n > 1)
+            .map(|(t, _)| t.to_owned())
+            .collect();
+        for (_, tag, image) in &mut images {
+            if clashing.contains(tag) {
+                *tag = archive::repo_tag(tag, &image.labels);
+            }
+        }
+    }
+    let mut by_tag: BTreeMap<&str, &Path> = BTreeMap::new();
+    for (dir, tag, _) in &images {
+        if let Some(other) = by_tag.insert(tag, dir) {
             return Err(format!(
                 "{} and {} both get the tag `{tag}`; build them into different layouts or pass --tag",
                 other.display(),
@@ -63,7 +84,6 @@ pub fn run(args: &BuildArgs) -> Result<ExitStatus, CmdError> {
             )
             .into());
         }
-        images.push((dir.clone(), tag, image));
     }
     layout.write_images(images.iter().map(|(_, t, i)| (t.as_str(), i)))?;
 

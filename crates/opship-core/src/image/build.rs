@@ -106,7 +106,7 @@ pub fn assemble(
         },
         created: Some(created.clone()),
         history: vec![History {
-            comment: Some("bundle layer: manifests/, metadata/, tests/scorecard/".into()),
+            comment: Some("bundle layer".into()),
             created: Some(created.clone()),
             created_by: Some(CREATED_BY.into()),
         }],

@@ -3,6 +3,7 @@
 
 mod decompose;
 mod generate;
+mod image;
 mod roundtrip;
 mod sample;
 mod unpack;
