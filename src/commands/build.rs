@@ -40,13 +40,13 @@ pub fn run(args: &BuildArgs) -> Result<ExitStatus, CmdError> {
     layout.init()?;
 
     let built = parallel(&args.dirs, |dir| -> Result<(String, Image), CmdError> {
+        let image = build::build_bundle(dir, &opts)?;
         let tag = match &args.tag {
             Some(t) => t.clone(),
             None => build::default_tag(dir),
         };
         opship_core::image::layout::check_tag(&tag)
             .map_err(|e| format!("{}: {e}", dir.display()))?;
-        let image = build::build_bundle(dir, &opts)?;
         layout.write_blobs(&image)?;
         Ok((tag, image))
     });

@@ -2,6 +2,7 @@
 //! drift checks, kustomize interop and bad input.
 
 mod bad_input;
+mod build;
 mod generate;
 mod validate;
 
