@@ -603,3 +603,25 @@ fn layers_stack_and_share_budgets() {
     m.add_layer(&l1[..]).unwrap();
     assert!(m.add_layer(&l2[..]).is_err());
 }
+
+#[test]
+fn layers_written_by_opship_build_unpack_to_the_same_files() {
+    use opship_core::image::layer;
+    let bundle = crate::repo_dir().join("bundle/0.3.0");
+    let entries = layer::collect(&bundle, &["manifests", "metadata", "tests/scorecard"]).unwrap();
+    let built = layer::build(&entries, 0).unwrap();
+    let files = unpack::read_layer(&built.gzip[..], &Limits::default()).unwrap();
+    let expected: Vec<(PathBuf, Vec<u8>)> = entries
+        .iter()
+        .filter_map(|e| {
+            let src = e.source.as_ref()?;
+            Some((PathBuf::from(&e.path), fs::read(src).unwrap()))
+        })
+        .collect();
+    assert_eq!(files, expected);
+    assert!(
+        files
+            .iter()
+            .any(|(p, _)| p == Path::new("tests/scorecard/config.yaml"))
+    );
+}
