@@ -54,6 +54,120 @@ pub enum Command {
 SOURCE_DATE_EPOCH → same digest on every machine.\n\nExamples:\n  opship build bundle/0.3.0\n  opship build bundle/* --layout dist/oci --archive dist/bundles.tar\n  opship build bundle/0.3.0 --tag v0.3.0 --label com.example.team=storage\n  skopeo copy oci:dist/oci:0.3.0 docker://quay.io/example/memcached-operator-bundle:v0.3.0"
     )]
     Build(BuildArgs),
+    /// Push an image from an OCI layout to a registry (blobs the registry lacks, then the
+    /// manifest by digest, then the tag).
+    #[command(
+        after_help = "Prints the pushed digest. Credentials: --username/--password-stdin, else \
+`opship login`'s Docker config, containers auth.json, credential helpers (docs/registry.md). Plain \
+HTTP only for loopback registries or with --insecure.\n\nExample:\n  opship push dist/oci:0.3.0 \
+127.0.0.1:5000/memcached-operator-bundle:v0.3.0"
+    )]
+    Push(PushArgs),
+    /// Pull an image from a registry into an OCI layout (every digest verified).
+    #[command(
+        after_help = "Example:\n  opship pull quay.io/example/bundle:v0.3.0 dist/pulled:0.3.0"
+    )]
+    Pull(PullArgs),
+    /// Show a remote image's digest, media type and labels.
+    Inspect(InspectArgs),
+    /// List the tags of a repository.
+    Tags(TagsArgs),
+    /// Check credentials against a registry and store them in the Docker config.
+    #[command(
+        after_help = "Example:\n  printf '%s' \"$TOKEN\" | opship login quay.io -u robot --password-stdin"
+    )]
+    Login(LoginArgs),
+}
+
+/// Options of every registry command.
+#[derive(Debug, Args)]
+pub struct RegistryArgs {
+    /// User name (with --password-stdin); default: stored credentials.
+    #[arg(long, short = 'u', requires = "password_stdin")]
+    pub username: Option<String>,
+    /// Read the password from standard input.
+    #[arg(long, requires = "username")]
+    pub password_stdin: bool,
+    /// Allow plain HTTP to a non-loopback registry.
+    #[arg(long)]
+    pub insecure: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// Source: `LAYOUT:TAG` (an OCI layout directory and the tag in it).
+    #[arg(value_name = "LAYOUT:TAG")]
+    pub source: String,
+    /// Destination `REGISTRY/REPO:TAG`.
+    #[arg(value_name = "REF")]
+    pub target: String,
+    /// Repository on the same registry to mount blobs from instead of uploading them.
+    #[arg(long, value_name = "REPO")]
+    pub from: Option<String>,
+    /// Upload blobs in chunks (PATCH) instead of one PUT each.
+    #[arg(long)]
+    pub chunked: bool,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// Source `REGISTRY/REPO:TAG` or `REGISTRY/REPO@DIGEST`.
+    #[arg(value_name = "REF")]
+    pub source: String,
+    /// Destination `LAYOUT[:TAG]` (default tag: the reference's tag, else `latest`).
+    #[arg(value_name = "LAYOUT[:TAG]")]
+    pub target: String,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// Image `REGISTRY/REPO:TAG` or `REGISTRY/REPO@DIGEST`.
+    #[arg(value_name = "REF")]
+    pub reference: String,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = RegistryOutput::Text)]
+    pub output: RegistryOutput,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TagsArgs {
+    /// Repository `REGISTRY/REPO`.
+    #[arg(value_name = "REPO")]
+    pub repository: String,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = RegistryOutput::Text)]
+    pub output: RegistryOutput,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// Registry host (`quay.io`, `127.0.0.1:5000`).
+    pub server: String,
+    /// User name.
+    #[arg(long, short = 'u')]
+    pub username: String,
+    /// Read the password from standard input (required: passwords never go on the command line).
+    #[arg(long, required = true)]
+    pub password_stdin: bool,
+    /// Allow plain HTTP to a non-loopback registry.
+    #[arg(long)]
+    pub insecure: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RegistryOutput {
+    /// Plain text.
+    Text,
+    /// JSON.
+    Json,
 }
 
 #[derive(Debug, Args)]

@@ -3,6 +3,7 @@
 mod build;
 mod generate;
 mod init;
+mod registry;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -47,6 +48,11 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CmdError> {
         }
         Command::Validate(args) => validate::run(&args),
         Command::Build(args) => build::run(&args),
+        Command::Push(args) => registry::push(&args),
+        Command::Pull(args) => registry::pull(&args),
+        Command::Inspect(args) => registry::inspect(&args),
+        Command::Tags(args) => registry::tags(&args),
+        Command::Login(args) => registry::login(&args),
     }
 }
 

@@ -4,6 +4,7 @@
 mod bad_input;
 mod build;
 mod generate;
+mod registry;
 mod validate;
 
 use std::path::{Path, PathBuf};

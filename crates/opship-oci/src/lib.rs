@@ -1,4 +1,13 @@
-//! opship-oci: the network half of opship. The OCI registry client (push, pull, auth, retries)
-//! and cosign-format signatures will live here, async and with heavy dependencies, so that the
-//! offline core in opship-core builds and tests without them. Nothing is implemented yet: the
-//! image and signing issues fill this crate.
+//! opship-oci: the network half of opship. An OCI registry client on top of `oci-client`:
+//! push an image from an OCI layout (HEAD before upload, manifest by digest before the tag),
+//! pull into a layout (every digest verified), resolve, inspect, list tags, and credentials
+//! from flags, Docker `config.json`, containers `auth.json` and credential helpers. Async; the
+//! CLI drives it on a current-thread tokio runtime. Cosign signatures will live here too.
+
+pub mod auth;
+pub mod error;
+pub mod registry;
+
+pub use auth::Auth;
+pub use error::{Error, Result};
+pub use registry::{Options, Registry};

@@ -1,0 +1,86 @@
+//! The crate's error type.
+
+/// Result with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong talking to a registry.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum Error {
+    /// The registry answered with an error status.
+    #[error("registry {registry} answered {status}: {answer}")]
+    #[diagnostic(code(opship::registry::answer))]
+    Registry {
+        /// Registry host.
+        registry: String,
+        /// HTTP status (or a short description when there is none).
+        status: String,
+        /// The error JSON code and message, or the body.
+        answer: String,
+    },
+    /// Credentials were refused.
+    #[error("registry {registry} refused the credentials{user}: {answer}")]
+    #[diagnostic(
+        code(opship::registry::unauthorized),
+        help(
+            "check the user name and password (`opship login`), or the credentials in the Docker config"
+        )
+    )]
+    Unauthorized {
+        /// Registry host.
+        registry: String,
+        /// ` of user X` or empty.
+        user: String,
+        /// What the registry said.
+        answer: String,
+    },
+    /// The registry could not be reached (after retries).
+    #[error("cannot reach registry {registry}: {message}")]
+    #[diagnostic(code(opship::registry::unreachable))]
+    Unreachable {
+        /// Registry host.
+        registry: String,
+        /// Transport error.
+        message: String,
+    },
+    /// The registry sent content whose digest or size is not the one asked for.
+    #[error("registry {registry} sent wrong content for {what}: expected {expected}, got {actual}")]
+    #[diagnostic(code(opship::registry::digest))]
+    DigestMismatch {
+        /// Registry host.
+        registry: String,
+        /// Which object.
+        what: String,
+        /// Expected digest/size.
+        expected: String,
+        /// Actual digest/size.
+        actual: String,
+    },
+    /// Bad user input (reference, tag, credentials file).
+    #[error("{0}")]
+    #[diagnostic(code(opship::registry::input))]
+    Input(String),
+    /// A local file problem.
+    #[error("{path}: {source}")]
+    #[diagnostic(code(opship::registry::io))]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An error from the OCI layout code.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Layout(#[from] opship_core::Error),
+}
+
+impl Error {
+    /// Shorthand for [`Error::Io`].
+    pub fn io(path: impl Into<std::path::PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,512 @@
+//! `opship push | pull | inspect | tags | login` against a real registry: Debian's
+//! `docker-registry` (distribution 2.8.2) on a loopback port, with `skopeo` as the independent
+//! client. A missing tool fails the test (scripts/test installs docker-registry, apache2-utils
+//! and skopeo).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::{Run, opship, repo, run};
+
+const REGISTRY_BIN: &str = "/usr/bin/docker-registry";
+
+fn require(path: &str, package: &str) {
+    assert!(
+        Path::new(path).exists() || which(path),
+        "`{path}` is not installed: `apt-get install -y {package}` (scripts/test does this)"
+    );
+}
+
+fn which(name: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+}
+
+/// A `docker-registry` on 127.0.0.1, killed on drop.
+struct TestRegistry {
+    child: Child,
+    /// `127.0.0.1:PORT`.
+    addr: String,
+    _dir: tempfile::TempDir,
+}
+
+impl TestRegistry {
+    fn start(htpasswd: Option<(&str, &str)>) -> Self {
+        require(REGISTRY_BIN, "docker-registry");
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let mut config = format!(
+            "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  \
+             filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {addr}\n",
+            dir.path().join("data").display()
+        );
+        if let Some((user, pass)) = htpasswd {
+            require("htpasswd", "apache2-utils");
+            let out = Command::new("htpasswd")
+                .args(["-Bbn", user, pass])
+                .output()
+                .expect("run htpasswd");
+            assert!(out.status.success(), "htpasswd failed");
+            let file = dir.path().join("htpasswd");
+            std::fs::write(&file, &out.stdout).unwrap();
+            config.push_str(&format!(
+                "auth:\n  htpasswd:\n    realm: opship-test\n    path: {}\n",
+                file.display()
+            ));
+        }
+        let config_file = dir.path().join("config.yml");
+        std::fs::write(&config_file, config).unwrap();
+        let child = Command::new(REGISTRY_BIN)
+            .arg("serve")
+            .arg(&config_file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start docker-registry");
+        let mut reg = TestRegistry {
+            child,
+            addr,
+            _dir: dir,
+        };
+        reg.wait_ready();
+        reg
+    }
+
+    /// Waits until `GET /v2/` answers (200, or 401 with auth).
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("docker-registry exited early: {status}");
+            }
+            if let Ok(mut s) = TcpStream::connect(&self.addr) {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+                let req = format!(
+                    "GET /v2/ HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+                    self.addr
+                );
+                let mut answer = String::new();
+                if s.write_all(req.as_bytes()).is_ok()
+                    && s.read_to_string(&mut answer).is_ok()
+                    && (answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.1 401"))
+                {
+                    return;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "docker-registry did not come up on {}",
+                self.addr
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for TestRegistry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `opship` with an empty HOME and no other credential sources from the environment.
+fn isolated(home: &Path) -> Command {
+    let mut c = opship();
+    c.env("HOME", home)
+        .env_remove("DOCKER_CONFIG")
+        .env_remove("REGISTRY_AUTH_FILE")
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("XDG_CONFIG_HOME");
+    c
+}
+
+/// Runs a command with `stdin` as its standard input.
+fn run_stdin(cmd: &mut Command, stdin: &str) -> Run {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run opship");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn ok(r: Run, what: &str) -> Run {
+    assert_eq!(
+        r.code, 0,
+        "{what}\nstdout:\n{}\nstderr:\n{}",
+        r.stdout, r.stderr
+    );
+    r
+}
+
+fn skopeo() -> Command {
+    require("skopeo", "skopeo");
+    Command::new("skopeo")
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// Builds `bundle/<version>` into a layout under `tmp` with tag `<version>`; returns
+/// (layout, digest).
+fn build(tmp: &Path, version: &str) -> (PathBuf, String) {
+    let layout = tmp.join("oci");
+    let r = ok(
+        run(opship()
+            .args(["build", "--layout"])
+            .arg(&layout)
+            .args(["--tag", version])
+            .arg(repo().join("bundle").join(version))),
+        "opship build",
+    );
+    let digest = r.stdout.split_whitespace().nth(1).unwrap().to_owned();
+    (layout, digest)
+}
+
+#[test]
+fn push_inspect_repush_pull_tags() {
+    let reg = TestRegistry::start(None);
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let (layout, digest) = build(tmp.path(), "0.3.0");
+    let src = format!("{}:0.3.0", layout.display());
+    let target = format!("{}/memcached-operator-bundle:v0.3.0", reg.addr);
+
+    let r = ok(run(isolated(&home).args(["push", &src, &target])), "push");
+    assert_eq!(r.stdout.trim(), digest);
+    assert!(
+        r.stderr.contains("0 of 2 blobs already present"),
+        "{}",
+        r.stderr
+    );
+
+    // skopeo sees the same digest and the bundle labels.
+    let out = skopeo()
+        .args([
+            "inspect",
+            "--tls-verify=false",
+            &format!("docker://{target}"),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let inspect = json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(inspect["Digest"], digest.as_str());
+    let annotations = opship_core::image::build::annotations(
+        &repo().join("bundle/0.3.0/metadata/annotations.yaml"),
+    )
+    .unwrap();
+    for (k, v) in &annotations {
+        assert_eq!(inspect["Labels"][k], v.as_str(), "label {k}");
+    }
+
+    // Re-push: nothing uploaded, same digest.
+    let r = ok(
+        run(isolated(&home).args(["push", &src, &target])),
+        "re-push",
+    );
+    assert_eq!(r.stdout.trim(), digest);
+    assert!(
+        r.stderr.contains("2 of 2 blobs already present"),
+        "{}",
+        r.stderr
+    );
+
+    // A second tag, chunked upload to another repository, and a mount from the first.
+    let target2 = format!("{}/memcached-operator-bundle:latest", reg.addr);
+    ok(
+        run(isolated(&home).args(["push", &src, &target2])),
+        "push tag 2",
+    );
+    let chunked = format!("{}/chunked/bundle:v0.3.0", reg.addr);
+    let r = ok(
+        run(isolated(&home).args(["push", "--chunked", &src, &chunked])),
+        "chunked push",
+    );
+    assert_eq!(r.stdout.trim(), digest);
+    assert!(
+        r.stderr.contains("0 of 2 blobs already present"),
+        "{}",
+        r.stderr
+    );
+    let mounted = format!("{}/mounted/bundle:v0.3.0", reg.addr);
+    let r = ok(
+        run(isolated(&home).args([
+            "push",
+            "--from",
+            "memcached-operator-bundle",
+            &src,
+            &mounted,
+        ])),
+        "mount push",
+    );
+    assert_eq!(r.stdout.trim(), digest);
+    assert!(r.stderr.contains("2 mounted"), "{}", r.stderr);
+
+    // Tags.
+    let r = ok(
+        run(isolated(&home).args(["tags", &format!("{}/memcached-operator-bundle", reg.addr)])),
+        "tags",
+    );
+    let mut tags: Vec<&str> = r.stdout.lines().collect();
+    tags.sort();
+    assert_eq!(tags, ["latest", "v0.3.0"]);
+
+    // Inspect.
+    let r = ok(
+        run(isolated(&home).args(["inspect", "--output", "json", &target])),
+        "inspect",
+    );
+    let v = json(&r.stdout);
+    assert_eq!(v["digest"], digest.as_str());
+    assert_eq!(v["mediaType"], "application/vnd.oci.image.manifest.v1+json");
+    assert_eq!(
+        v["labels"]["operators.operatorframework.io.bundle.package.v1"],
+        annotations["operators.operatorframework.io.bundle.package.v1"].as_str()
+    );
+    let r = ok(
+        run(isolated(&home).args(["inspect", &target])),
+        "inspect text",
+    );
+    assert!(r.stdout.contains(&digest), "{}", r.stdout);
+
+    // Pull back into a new layout: same digest, readable by opship-core and skopeo.
+    let pulled = tmp.path().join("pulled");
+    let r = ok(
+        run(isolated(&home).args(["pull", &target, &format!("{}:back", pulled.display())])),
+        "pull",
+    );
+    assert_eq!(r.stdout.trim(), digest);
+    let image = opship_core::image::Layout::new(&pulled)
+        .read_image("back")
+        .unwrap();
+    assert_eq!(image.descriptor.digest.as_str(), digest);
+    let out = skopeo()
+        .args(["inspect", &format!("oci:{}:back", pulled.display())])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        json(&String::from_utf8_lossy(&out.stdout))["Digest"],
+        digest.as_str()
+    );
+    // Pull by digest, default tag from the reference absent → `latest`.
+    let by_digest = format!("{}/memcached-operator-bundle@{digest}", reg.addr);
+    ok(
+        run(isolated(&home).args(["pull", &by_digest, &pulled.display().to_string()])),
+        "pull by digest",
+    );
+    let image = opship_core::image::Layout::new(&pulled)
+        .read_image("latest")
+        .unwrap();
+    assert_eq!(image.descriptor.digest.as_str(), digest);
+
+    // A missing tag is a clear error quoting the registry.
+    let r = run(isolated(&home).args([
+        "inspect",
+        &format!("{}/memcached-operator-bundle:nope", reg.addr),
+    ]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("MANIFEST_UNKNOWN"), "{}", r.stderr);
+}
+
+#[test]
+fn skopeo_copy_then_pull() {
+    let reg = TestRegistry::start(None);
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let (layout, _) = build(tmp.path(), "0.2.0");
+    let target = format!("{}/copied/bundle:0.2.0", reg.addr);
+    let out = skopeo()
+        .args(["copy", "--dest-tls-verify=false"])
+        .arg(format!("oci:{}:0.2.0", layout.display()))
+        .arg(format!("docker://{target}"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = skopeo()
+        .args([
+            "inspect",
+            "--tls-verify=false",
+            &format!("docker://{target}"),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let remote = json(&String::from_utf8_lossy(&out.stdout))["Digest"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let pulled = tmp.path().join("pulled");
+    let r = ok(
+        run(isolated(&home).args(["pull", &target, &pulled.display().to_string()])),
+        "pull",
+    );
+    assert_eq!(r.stdout.trim(), remote);
+    let image = opship_core::image::Layout::new(&pulled)
+        .read_image("0.2.0")
+        .unwrap();
+    assert_eq!(image.descriptor.digest.as_str(), remote);
+    assert_eq!(
+        run(isolated(&home).args(["tags", &format!("{}/copied/bundle", reg.addr)])).stdout,
+        "0.2.0\n"
+    );
+}
+
+#[test]
+fn basic_auth_and_credential_sources() {
+    let reg = TestRegistry::start(Some(("alice", "s3cret")));
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let (layout, digest) = build(tmp.path(), "0.3.0");
+    let src = format!("{}:0.3.0", layout.display());
+    let target = format!("{}/private/bundle:v0.3.0", reg.addr);
+    let repo_ref = format!("{}/private/bundle", reg.addr);
+
+    // Anonymous: refused, exit 2, naming the registry.
+    let r = run(isolated(&home).args(["push", &src, &target]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains(&reg.addr), "{}", r.stderr);
+    assert!(r.stderr.contains("401"), "{}", r.stderr);
+
+    // Wrong password: exit 2 with the registry's answer.
+    let r = run_stdin(
+        isolated(&home).args(["push", "-u", "alice", "--password-stdin", &src, &target]),
+        "wrong\n",
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("refused the credentials of user `alice`"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("401"), "{}", r.stderr);
+    let r = run_stdin(
+        isolated(&home).args(["login", &reg.addr, "-u", "alice", "--password-stdin"]),
+        "wrong\n",
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("UNAUTHORIZED"), "{}", r.stderr);
+    assert!(!home.join(".docker/config.json").exists());
+
+    // Right password on the command line.
+    let r = ok(
+        run_stdin(
+            isolated(&home).args(["push", "-u", "alice", "--password-stdin", &src, &target]),
+            "s3cret\n",
+        ),
+        "push with password",
+    );
+    assert_eq!(r.stdout.trim(), digest);
+
+    // login writes ~/.docker/config.json (0600); later commands use it.
+    ok(
+        run_stdin(
+            isolated(&home).args(["login", &reg.addr, "-u", "alice", "--password-stdin"]),
+            "s3cret\n",
+        ),
+        "login",
+    );
+    let config_file = home.join(".docker/config.json");
+    let config = json(&std::fs::read_to_string(&config_file).unwrap());
+    assert_eq!(
+        config["auths"][reg.addr.as_str()]["auth"],
+        "YWxpY2U6czNjcmV0"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&config_file)
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let r = ok(
+        run(isolated(&home).args(["tags", &repo_ref])),
+        "tags via config.json",
+    );
+    assert_eq!(r.stdout, "v0.3.0\n");
+
+    // $DOCKER_CONFIG/config.json and $REGISTRY_AUTH_FILE, with an empty HOME.
+    let empty_home = tmp.path().join("empty");
+    let docker_config = tmp.path().join("dc");
+    std::fs::create_dir_all(&docker_config).unwrap();
+    std::fs::copy(&config_file, docker_config.join("config.json")).unwrap();
+    let r = ok(
+        run(isolated(&empty_home)
+            .env("DOCKER_CONFIG", &docker_config)
+            .args([
+                "pull",
+                &target,
+                &tmp.path().join("p1").display().to_string(),
+            ])),
+        "pull via DOCKER_CONFIG",
+    );
+    assert_eq!(r.stdout.trim(), digest);
+    let r = ok(
+        run(isolated(&empty_home)
+            .env("REGISTRY_AUTH_FILE", docker_config.join("config.json"))
+            .args(["inspect", &target])),
+        "inspect via REGISTRY_AUTH_FILE",
+    );
+    assert!(r.stdout.contains(&digest), "{}", r.stdout);
+
+    // A stored wrong password is refused with a clear message.
+    std::fs::write(
+        docker_config.join("config.json"),
+        format!(
+            r#"{{"auths":{{"{}":{{"auth":"YWxpY2U6d3Jvbmc="}}}}}}"#,
+            reg.addr
+        ),
+    )
+    .unwrap();
+    let r = run(isolated(&empty_home)
+        .env("DOCKER_CONFIG", &docker_config)
+        .args(["tags", &repo_ref]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("refused the credentials of user `alice`"),
+        "{}",
+        r.stderr
+    );
+}
