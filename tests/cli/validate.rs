@@ -103,8 +103,68 @@ fn list_and_explain_rules() {
     assert!(stdout.contains("level:    error"), "{stdout}");
     let (code, stdout, _) = run(&["validate", "--list-rules", "--rules-format", "markdown"]);
     assert_eq!(code, 0);
-    assert_eq!(
-        stdout,
-        std::fs::read_to_string(repo().join("docs/rules.md")).unwrap()
+    assert!(
+        stdout == std::fs::read_to_string(repo().join("docs/rules.md")).unwrap(),
+        "docs/rules.md differs from `--list-rules --rules-format markdown`: \
+         OPSHIP_UPDATE_DOCS=1 cargo test -p opship-validate --test it docs"
     );
+}
+
+#[test]
+fn images_in_an_oci_layout_are_validated_like_directories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let layout = tmp.path().join("oci");
+    let out = opship()
+        .current_dir(repo())
+        .args(["build", "bundle/0.3.0", "--layout"])
+        .arg(&layout)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for arg in [
+        format!("{}:0.3.0", layout.display()),
+        format!("oci:{}:0.3.0", layout.display()),
+    ] {
+        let (code, stdout, stderr) = run(&["validate", "bundle", &arg, "--select-optional", "all"]);
+        assert_eq!(code, 0, "{arg}: {stdout}{stderr}");
+        assert!(stdout.contains("valid"), "{stdout}");
+    }
+    // A broken file inside the image is found at its line, named through the image.
+    let (_t, dir) = sample_copy();
+    let csv = dir.join("0.3.0/manifests/memcached-operator.clusterserviceversion.yaml");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    std::fs::write(
+        &csv,
+        text.replacen("spec:\n", "spec:\n  displayName: [\n", 1),
+    )
+    .unwrap();
+    let out = opship()
+        .args(["build", "--layout"])
+        .arg(&layout)
+        .args(["--tag", "broken"])
+        .arg(dir.join("0.3.0"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let arg = format!("{}:broken", layout.display());
+    let (code, stdout, _) = run(&["validate", "bundle", &arg]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "{arg}/manifests/memcached-operator.clusterserviceversion.yaml:"
+        )),
+        "{stdout}"
+    );
+    let (code, stdout, stderr) =
+        run(&["validate", "bundle", &format!("{}:nope", layout.display())]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(stdout.contains("no image tagged `nope`"), "{stdout}");
 }

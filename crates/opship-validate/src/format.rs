@@ -166,10 +166,23 @@ rule!(
      values, so what the cluster sees may not be what the author meant. Remove the duplicate."
 );
 
+rule!(
+    BundleFormat,
+    BF018,
+    Warning,
+    None,
+    "Bundle image labels agree with annotations.yaml",
+    "opm and OLM classify a bundle image by its config labels (the package label above all) \
+     and read package and channels from them, while directory tools read \
+     metadata/annotations.yaml. An image whose labels disagree with the annotations inside it \
+     is a different bundle depending on who reads it. A missing package label is an error: \
+     opm cannot tell the image is a bundle. Rebuild the image with `opship build`."
+);
+
 /// The rules of this suite.
 pub const RULES: &[&Rule] = &[
     &BF001, &BF002, &BF003, &BF004, &BF005, &BF006, &BF007, &BF008, &BF009, &BF010, &BF011, &BF012,
-    &BF013, &BF014, &BF015, &BF016, &BF017,
+    &BF013, &BF014, &BF015, &BF016, &BF017, &BF018,
 ];
 
 /// Runs the format checks that need the whole loaded bundle; called by the loader.
@@ -522,6 +535,49 @@ fn properties(b: &Bundle, out: &mut Vec<Finding>) {
             );
         }
     }
+}
+
+/// Compares an image's config labels with the bundle's annotations (rule BF018); called by
+/// the image loaders.
+pub(crate) fn check_labels(b: &mut Bundle, labels: &std::collections::BTreeMap<String, String>) {
+    let Some(a) = &b.annotations else { return };
+    let mut out = Vec::new();
+    for key in [
+        keys::MEDIATYPE,
+        keys::MANIFESTS,
+        keys::METADATA,
+        keys::PACKAGE,
+        keys::CHANNELS,
+        keys::DEFAULT_CHANNEL,
+    ] {
+        let finding = match (a.get(key), labels.get(key)) {
+            (Some(av), Some(lv)) if av != lv => Finding::new(
+                &BF018,
+                &b.name,
+                format!("image label `{key}` is `{lv}` but annotations.yaml says `{av}`"),
+            ),
+            (Some(av), None) => {
+                let f = Finding::new(
+                    &BF018,
+                    &b.name,
+                    format!("the image has no label `{key}` (annotations.yaml: `{av}`)"),
+                );
+                if key == keys::PACKAGE {
+                    f.with_level(crate::Level::Error)
+                } else {
+                    f
+                }
+            }
+            (None, Some(lv)) => Finding::new(
+                &BF018,
+                &b.name,
+                format!("image label `{key}={lv}` is not in annotations.yaml"),
+            ),
+            _ => continue,
+        };
+        out.push(finding.at(a.origin(key)));
+    }
+    b.findings.extend(out);
 }
 
 fn dockerfile(b: &Bundle, out: &mut Vec<Finding>) {

@@ -129,7 +129,61 @@ pub fn validate_dir(dir: &Path, opts: &Options) -> Result<BundleReport> {
     })
 }
 
-/// Validates many bundle directories in parallel; results keep the order of `dirs`.
-pub fn validate_dirs(dirs: &[PathBuf], opts: &Options) -> Vec<Result<BundleReport>> {
-    dirs.par_iter().map(|d| validate_dir(d, opts)).collect()
+/// Where a bundle to validate is: a directory, or an image in an OCI layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A bundle directory.
+    Dir(PathBuf),
+    /// The image tagged `tag` in the OCI image layout `layout`.
+    Layout {
+        /// The layout directory.
+        layout: PathBuf,
+        /// The tag (`org.opencontainers.image.ref.name`).
+        tag: String,
+    },
+}
+
+impl Source {
+    /// Reads a command-line argument: `oci:DIR:TAG` (skopeo's spelling) or `DIR:TAG` for an
+    /// image in an OCI layout, otherwise a bundle directory.
+    pub fn parse(arg: &Path) -> Source {
+        let text = arg.to_string_lossy();
+        let explicit = text.strip_prefix("oci:");
+        let candidate = explicit.unwrap_or(&text);
+        if let Some((dir, tag)) = candidate.rsplit_once(':') {
+            let dir = Path::new(dir);
+            let is_layout = dir.join("oci-layout").is_file();
+            if !tag.is_empty()
+                && !tag.contains('/')
+                && (explicit.is_some() || (is_layout && !arg.exists()))
+            {
+                return Source::Layout {
+                    layout: dir.to_path_buf(),
+                    tag: tag.to_owned(),
+                };
+            }
+        }
+        Source::Dir(arg.to_path_buf())
+    }
+}
+
+/// Loads and validates one bundle from a directory or a layout image.
+pub fn validate_source(arg: &Path, opts: &Options) -> Result<BundleReport> {
+    match Source::parse(arg) {
+        Source::Dir(d) => validate_dir(&d, opts),
+        Source::Layout { layout, tag } => {
+            let b = load::load_layout(&layout, &tag)?;
+            Ok(BundleReport {
+                path: arg.to_path_buf(),
+                name: b.name.clone(),
+                findings: validate(&b, opts),
+            })
+        }
+    }
+}
+
+/// Validates many bundles (directories or layout images, see [`Source::parse`]) in parallel;
+/// results keep the order of `paths`.
+pub fn validate_dirs(paths: &[PathBuf], opts: &Options) -> Vec<Result<BundleReport>> {
+    paths.par_iter().map(|d| validate_source(d, opts)).collect()
 }

@@ -238,6 +238,34 @@ fn read_capped(path: &Path) -> std::io::Result<std::result::Result<Vec<u8>, u64>
     Ok(Ok(bytes))
 }
 
+/// Loads the bundle image tagged `tag` in the OCI image layout `layout` (what `opship build`
+/// writes): every blob is verified, the layers are unpacked in memory within safe limits, and
+/// the image's labels are checked against `metadata/annotations.yaml` (rule BF018). Findings
+/// name files as `LAYOUT:TAG/manifests/...`.
+pub fn load_layout(layout: &Path, tag: &str) -> Result<Bundle> {
+    use opship_core::image::{layout::Layout, unpack};
+    let name = PathBuf::from(format!("{}:{tag}", layout.display()));
+    let not_a_bundle = |e: opship_core::error::Error| Error::NotABundle {
+        path: name.clone(),
+        reason: e.to_string(),
+    };
+    let image = Layout::new(layout).read_image(tag).map_err(not_a_bundle)?;
+    let mut unpacker = unpack::MemoryUnpacker::new(unpack::Limits::default());
+    for layer in &image.layers {
+        unpacker.add_layer(layer.as_slice()).map_err(not_a_bundle)?;
+    }
+    let mut b = load_files(&name, unpacker.finish());
+    // Bundle-wide findings name the image by its tag, as they name a directory by its name.
+    let dir_name = std::mem::replace(&mut b.name, tag.to_owned());
+    for f in &mut b.findings {
+        if f.object == dir_name {
+            f.object = tag.to_owned();
+        }
+    }
+    format::check_labels(&mut b, &image.config.config.labels);
+    Ok(b)
+}
+
 /// Loads a bundle from files already in memory (an unpacked image, a fuzz input). `files` are
 /// paths relative to the bundle root, e.g. `manifests/csv.yaml`; `root` is only used to name
 /// them in findings.

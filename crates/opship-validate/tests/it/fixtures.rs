@@ -82,7 +82,7 @@ fn edit_yaml(file: &Path, edit: impl FnOnce(&mut Value)) {
 }
 
 /// Builds the case into `dest` and returns the options it asks for.
-fn materialize(case: &Path, rule: &rule::Rule, dest: &Path) -> (Options, String) {
+fn materialize(case: &Path, rule: &rule::Rule, dest: &Path) -> (Options, String, Value) {
     let spec: Value = match std::fs::read_to_string(case.join("fixture.yaml")) {
         Ok(t) => {
             yaml::parse_one(&t, &case.join("fixture.yaml"))
@@ -156,7 +156,7 @@ fn materialize(case: &Path, rule: &rule::Rule, dest: &Path) -> (Options, String)
         opts.categories = Some(c.iter().map(|v| v.as_str().unwrap().to_owned()).collect());
     }
     let description = spec["description"].as_str().unwrap_or_default().to_owned();
-    (opts, description)
+    (opts, description, spec)
 }
 
 fn render(findings: &[opship_validate::Finding], root: &Path) -> String {
@@ -191,11 +191,41 @@ fn render(findings: &[opship_validate::Finding], root: &Path) -> String {
 fn run_case(rule: &'static rule::Rule, case: &Path) -> (bool, String) {
     let tmp = tempfile::tempdir().unwrap();
     let dest = tmp.path().join("0.3.0");
-    let (opts, description) = materialize(case, rule, &dest);
-    let b = opship_validate::load::load_dir(&dest).unwrap();
+    let (opts, description, spec) = materialize(case, rule, &dest);
+    // `image:` builds the bundle into an OCI layout (with `labels` overriding the image's
+    // labels) and validates the image instead of the directory.
+    let (b, root) = if spec.get("image").is_some() {
+        let extra = spec["image"]["labels"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let image = opship_core::image::build::build_bundle(
+            &dest,
+            &opship_core::image::build::BuildOptions {
+                extra_labels: extra,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let layout = tmp.path().join("oci");
+        opship_core::image::layout::Layout::new(&layout)
+            .write_images([("fixture", &image)])
+            .unwrap();
+        let b = opship_validate::load::load_layout(&layout, "fixture").unwrap();
+        (b, tmp.path().join("oci:fixture"))
+    } else {
+        (
+            opship_validate::load::load_dir(&dest).unwrap(),
+            dest.clone(),
+        )
+    };
     let findings = opship_validate::validate(&b, &opts);
     let fired = findings.iter().any(|f| f.rule.id == rule.id);
-    let text = format!("# {description}\n{}", render(&findings, &dest));
+    let text = format!("# {description}\n{}", render(&findings, &root));
     (fired, text)
 }
 
