@@ -73,11 +73,21 @@ impl Image {
 pub fn build_bundle(dir: &Path, opts: &BuildOptions) -> Result<Image> {
     for required in ["manifests", "metadata"] {
         let p = dir.join(required);
-        if !p.is_dir() {
-            return Err(Error::Input(format!(
-                "{}: missing; a bundle directory holds manifests/ and metadata/",
-                p.display()
-            )));
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.is_dir() => {}
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(Error::Input(format!(
+                    "{}: a symbolic link; a bundle image holds only regular files and \
+                     directories — replace it with a copy of its target",
+                    p.display()
+                )));
+            }
+            _ => {
+                return Err(Error::Input(format!(
+                    "{}: missing; a bundle directory holds manifests/ and metadata/",
+                    p.display()
+                )));
+            }
         }
     }
     let mut roots = vec!["manifests", "metadata"];

@@ -78,10 +78,13 @@ impl Layout {
         }
     }
 
-    /// Writes a blob unless a file with that digest and size is already there.
+    /// Writes a blob unless a file with that content is already there (a damaged one of the
+    /// same size is replaced).
     pub fn write_blob(&self, digest: &Digest, bytes: &[u8]) -> Result<()> {
         let path = self.blob_path(digest);
-        if std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() == bytes.len() as u64) {
+        if std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() == bytes.len() as u64)
+            && std::fs::read(&path).is_ok_and(|b| Digest::of(&b) == *digest)
+        {
             return Ok(());
         }
         write_atomic(&path, bytes)

@@ -254,6 +254,9 @@ fn layout_tags_replace_and_reads_verify() {
         err.contains(b.layer.digest.hex()) && err.contains("hashes to"),
         "{err}"
     );
+    // Rewriting repairs the damaged blob.
+    layout.write_images([("0.3.0", &b)]).unwrap();
+    layout.read_image("0.3.0").unwrap();
     // Bad tags are refused before anything is written.
     assert!(layout.write_images([("bad tag", &a)]).is_err());
 }
@@ -309,6 +312,18 @@ fn refused_inputs_name_the_file() {
         "{err}"
     );
     std::fs::remove_file(dir.join("metadata/link.yaml")).unwrap();
+    let other = tmp.path().join("elsewhere");
+    std::fs::rename(dir.join("manifests"), &other).unwrap();
+    std::os::unix::fs::symlink(&other, dir.join("manifests")).unwrap();
+    let err = build_bundle(&dir, &BuildOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("manifests") && err.contains("symbolic link"),
+        "{err}"
+    );
+    std::fs::remove_file(dir.join("manifests")).unwrap();
+    std::fs::rename(&other, dir.join("manifests")).unwrap();
 
     std::fs::write(dir.join("metadata/annotations.yaml"), "annotations: {}\n").unwrap();
     let err = build_bundle(&dir, &BuildOptions::default())
