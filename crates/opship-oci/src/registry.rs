@@ -641,6 +641,21 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
+/// The HTTP status that goes with the first error code (oci-client keeps the code, not the
+/// status, of 4xx answers with an error body).
+fn status_of(envelope: &oci_client::errors::OciEnvelope) -> &'static str {
+    use oci_client::errors::OciErrorCode as C;
+    match envelope.errors.first().map(|e| &e.code) {
+        Some(C::BlobUnknown | C::ManifestUnknown | C::NameUnknown | C::NotFound) => "404 Not Found",
+        Some(C::BlobUploadUnknown) => "404 Not Found",
+        Some(C::Unauthorized) => "401 Unauthorized",
+        Some(C::Denied) => "403 Forbidden",
+        Some(C::Toomanyrequests) => "429 Too Many Requests",
+        Some(C::Unsupported) => "405 Method Not Allowed",
+        _ => "400 Bad Request",
+    }
+}
+
 /// Whether a failed request is worth another attempt.
 fn retryable(e: &OciDistributionError) -> bool {
     match e {
@@ -681,7 +696,7 @@ fn map_error(host: &str, user: Option<&str>, e: OciDistributionError) -> Error {
             } else {
                 Error::Registry {
                     registry,
-                    status: "an error".into(),
+                    status: status_of(&envelope).into(),
                     answer,
                 }
             }
