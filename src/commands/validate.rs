@@ -1,6 +1,7 @@
 //! `opship validate`: option parsing into the validation library's terms, rendering, exit status.
 
 use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 
 use opship_validate::report::{self, Format, RenderOptions};
 use opship_validate::{Options, Suite, rule};
@@ -36,7 +37,41 @@ pub fn run(args: &ValidateArgs) -> Result<ExitStatus, CmdError> {
 
 fn bundle(args: &ValidateBundleArgs) -> Result<ExitStatus, CmdError> {
     let opts = options(args)?;
-    let results = opship_validate::validate_dirs(&args.paths, &opts);
+    // Registry references are pulled (verified) into a temporary layout first; everything else
+    // is a directory or a layout image, validated in parallel.
+    let tmp = tempfile::tempdir()?;
+    let mut pulled: Vec<Option<(PathBuf, String)>> = Vec::new();
+    for (i, p) in args.paths.iter().enumerate() {
+        pulled.push(match registry_reference(p) {
+            Some(r) => {
+                let layout = tmp.path().join(format!("image-{i}"));
+                Some((layout.clone(), pull(&r, &layout)?))
+            }
+            None => None,
+        });
+    }
+    let local: Vec<PathBuf> = args
+        .paths
+        .iter()
+        .zip(&pulled)
+        .filter(|(_, p)| p.is_none())
+        .map(|(p, _)| p.clone())
+        .collect();
+    let mut local_results = opship_validate::validate_dirs(&local, &opts).into_iter();
+    let results: Vec<_> =
+        args.paths
+            .iter()
+            .zip(pulled)
+            .map(|(arg, p)| match p {
+                Some((layout, tag)) => opship_validate::load::load_layout_as(&layout, &tag, arg)
+                    .map(|b| opship_validate::BundleReport {
+                        path: arg.clone(),
+                        name: b.name.clone(),
+                        findings: opship_validate::validate(&b, &opts),
+                    }),
+                None => local_results.next().expect("one result per local bundle"),
+            })
+            .collect();
     let format = match args.output {
         OutputFormat::Human => Format::Human,
         OutputFormat::Json => Format::Json,
@@ -103,6 +138,45 @@ fn options(args: &ValidateBundleArgs) -> Result<Options, CmdError> {
         opts.categories = Some(list);
     }
     Ok(opts)
+}
+
+/// An argument that names an image in a registry rather than a local bundle: not an existing
+/// path or layout, and its first component is a registry host (has a `.` or `:`, or is
+/// `localhost`), as Docker decides.
+fn registry_reference(arg: &Path) -> Option<opship_oci::registry::Reference> {
+    if arg.exists()
+        || !matches!(
+            opship_validate::Source::parse(arg),
+            opship_validate::Source::Dir(_)
+        )
+    {
+        return None;
+    }
+    let text = arg.to_str()?;
+    let text = text.strip_prefix("docker://").unwrap_or(text);
+    let (host, _) = text.split_once('/')?;
+    if !(host.contains('.') || host.contains(':') || host == "localhost") {
+        return None;
+    }
+    opship_oci::registry::parse_reference(text).ok()
+}
+
+/// Pulls an image into a fresh layout; returns the tag it is stored under.
+fn pull(reference: &opship_oci::registry::Reference, layout: &Path) -> Result<String, CmdError> {
+    let found = opship_oci::auth::lookup(
+        reference.resolve_registry(),
+        &opship_oci::auth::Env::from_process(),
+    )?;
+    let client = opship_oci::registry::Registry::new(
+        reference,
+        found.auth,
+        opship_oci::registry::Options::default(),
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(client.pull_to_layout(reference, layout, "image"))?;
+    Ok("image".to_owned())
 }
 
 /// `1.30`, `v1.30`, `1.30.2` → a version (the patch defaults to 0).

@@ -510,3 +510,63 @@ fn basic_auth_and_credential_sources() {
         r.stderr
     );
 }
+
+#[test]
+fn validate_bundle_images_in_a_registry() {
+    let reg = TestRegistry::start(None);
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let (layout, _) = build(tmp.path(), "0.3.0");
+    let target = format!("{}/memcached-operator-bundle:v0.3.0", reg.addr);
+    ok(
+        run(isolated(&home).args(["push", &format!("{}:0.3.0", layout.display()), &target])),
+        "push",
+    );
+    let r = ok(
+        run(isolated(&home).args(["validate", "bundle", &target, "--select-optional", "all"])),
+        "validate a registry image",
+    );
+    assert!(
+        r.stdout.contains(&format!("{target}: valid")),
+        "{}",
+        r.stdout
+    );
+
+    // A broken CSV inside the image: found at its line, the file named through the reference.
+    let (_t, dir) = crate::sample_copy();
+    let csv = dir.join("0.3.0/manifests/memcached-operator.clusterserviceversion.yaml");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    std::fs::write(
+        &csv,
+        text.replacen("spec:\n", "spec:\n  displayName: [\n", 1),
+    )
+    .unwrap();
+    ok(
+        run(opship()
+            .args(["build", "--layout"])
+            .arg(&layout)
+            .args(["--tag", "broken"])
+            .arg(dir.join("0.3.0"))),
+        "build broken",
+    );
+    let broken = format!("{}/memcached-operator-bundle:broken", reg.addr);
+    ok(
+        run(isolated(&home).args(["push", &format!("{}:broken", layout.display()), &broken])),
+        "push broken",
+    );
+    let r = run(isolated(&home).args(["validate", "bundle", &broken, "-o", "json"]));
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let v = json(&r.stdout);
+    let f = &v["bundles"][0]["findings"][0];
+    assert_eq!(f["rule"], "BF008", "{}", r.stdout);
+    assert_eq!(
+        f["location"]["file"],
+        format!("{broken}/manifests/memcached-operator.clusterserviceversion.yaml")
+    );
+
+    // A tag the registry does not have: exit 2 quoting the registry.
+    let missing = format!("{}/memcached-operator-bundle:nope", reg.addr);
+    let r = run(isolated(&home).args(["validate", "bundle", &missing]));
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("MANIFEST_UNKNOWN"), "{}", r.stderr);
+}

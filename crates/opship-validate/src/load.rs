@@ -243,8 +243,18 @@ fn read_capped(path: &Path) -> std::io::Result<std::result::Result<Vec<u8>, u64>
 /// the image's labels are checked against `metadata/annotations.yaml` (rule BF018). Findings
 /// name files as `LAYOUT:TAG/manifests/...`.
 pub fn load_layout(layout: &Path, tag: &str) -> Result<Bundle> {
+    load_layout_as(
+        layout,
+        tag,
+        &PathBuf::from(format!("{}:{tag}", layout.display())),
+    )
+}
+
+/// [`load_layout`], naming the bundle's files under `shown` instead of `LAYOUT:TAG` (an image
+/// pulled from a registry into a temporary layout is shown by its reference).
+pub fn load_layout_as(layout: &Path, tag: &str, shown: &Path) -> Result<Bundle> {
     use opship_core::image::{layout::Layout, unpack};
-    let name = PathBuf::from(format!("{}:{tag}", layout.display()));
+    let name = shown.to_path_buf();
     let not_a_bundle = |e: opship_core::error::Error| Error::NotABundle {
         path: name.clone(),
         reason: e.to_string(),
