@@ -326,20 +326,9 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
         _ => Path::new("."),
     };
     std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".opship-");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o600));
-    }
-    let mut tmp = builder
-        .tempfile_in(parent)
-        .map_err(|e| Error::io(path, e))?;
-    tmp.write_all(bytes).map_err(|e| Error::io(path, e))?;
-    tmp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
-    Ok(())
+    Ok(opship_core::fsutil::write_atomic_with_mode(
+        path, bytes, 0o600,
+    )?)
 }
 
 #[cfg(test)]
