@@ -253,26 +253,10 @@ pub fn to_json<T: Serialize>(value: &T) -> Result<Vec<u8>> {
     serde_json::to_vec(value).map_err(|e| Error::Internal(format!("JSON: {e}")))
 }
 
-/// RFC 3339 UTC time of a Unix timestamp, e.g. `1970-01-01T00:00:00Z`.
+/// RFC 3339 UTC time of a Unix timestamp, e.g. `1970-01-01T00:00:00Z` (the same formatting
+/// as the CSV's `createdAt`).
 pub fn rfc3339(epoch: u64) -> String {
-    let days = epoch / 86_400;
-    let secs = epoch % 86_400;
-    // Howard Hinnant's civil_from_days, for days since 1970-01-01 (non-negative here).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
+    crate::bundle::rfc3339_from_epoch(i64::try_from(epoch).unwrap_or(i64::MAX))
 }
 
 #[cfg(test)]
