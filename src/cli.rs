@@ -77,6 +77,9 @@ HTTP only for loopback registries or with --insecure.\n\nExample:\n  opship push
         after_help = "Example:\n  printf '%s' \"$TOKEN\" | opship login quay.io -u robot --password-stdin"
     )]
     Login(LoginArgs),
+    /// Helm charts from bundles: render, package, index, push.
+    #[command(subcommand)]
+    Chart(ChartCommand),
 }
 
 /// Options of every registry command.
@@ -359,6 +362,99 @@ pub struct BundleArgs {
     /// Write nothing; exit 1 and print a diff if the bundle on disk is out of date.
     #[arg(long)]
     pub check: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ChartCommand {
+    /// Render a Helm chart directory from a bundle (Chart.yaml, values, schema, templates,
+    /// values-<env>.yaml per environment of the config).
+    #[command(
+        after_help = "One bundle writes OUTPUT/<name>/, several (or --all) write \
+OUTPUT/<version>/<name>/. The directory is replaced atomically; nothing is written on error.
+
+Examples:
+  opship -c bundle/opship.yaml chart render --bundle bundle/0.3.0
+  opship -c bundle/opship.yaml chart render --all --output dist/charts
+  opship chart render --bundle bundle/0.3.0 --templates my-templates/ --crds crds"
+    )]
+    Render(ChartRenderArgs),
+    /// Package chart directories into reproducible <name>-<version>.tgz archives.
+    #[command(
+        after_help = "Entry mtimes are SOURCE_DATE_EPOCH (or 0): the same files give the same bytes.\n\nExample:\n  opship chart package dist/charts/memcached-operator --destination dist/packages"
+    )]
+    Package(ChartPackageArgs),
+    /// Write index.yaml for the chart archives in a directory.
+    #[command(
+        after_help = "`created` of new entries and `generated` are SOURCE_DATE_EPOCH (else now).\n\nExample:\n  opship chart index dist/packages --url https://example.github.io/charts"
+    )]
+    Index(ChartIndexArgs),
+    /// Push a chart archive to an OCI registry with Helm's media types.
+    #[command(
+        after_help = "The chart goes to REPO/<name>:<version> (`+` in the version becomes `_`), as \
+`helm push` puts it; `helm pull oci://REGISTRY/REPO/<name> --version <version>` gets it back.\n\nExample:\n  opship chart push dist/packages/memcached-operator-0.3.0.tgz oci://127.0.0.1:5000/charts"
+    )]
+    Push(ChartPushArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ChartRenderArgs {
+    /// Bundle directory (repeatable).
+    #[arg(long, short, value_name = "DIR", required_unless_present = "all")]
+    pub bundle: Vec<PathBuf>,
+    /// Every release of the config (its bundle directories).
+    #[arg(long, conflicts_with = "bundle")]
+    pub all: bool,
+    /// Output directory (default: `chart.output` of the config, else dist/charts).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Directory of templates replacing (same relative path) or adding to the embedded ones.
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+    /// Chart name (default: `chart.name` of the config, else the bundle's package).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Where CRDs go: `templates` (upgraded with the release, behind crd.enabled) or `crds`
+    /// (Helm's crds/: installed once, never upgraded). Default: `chart.crds`, else templates.
+    #[arg(long, value_name = "templates|crds")]
+    pub crds: Option<String>,
+    /// Also write kustomize overlays OUTPUT/.../overlays/{base,<env>} from the environments.
+    #[arg(long)]
+    pub overlays: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ChartPackageArgs {
+    /// Chart directories.
+    #[arg(required = true, value_name = "CHART_DIR")]
+    pub charts: Vec<PathBuf>,
+    /// Where the archives go (default: the current directory).
+    #[arg(long, short, default_value = ".")]
+    pub destination: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct ChartIndexArgs {
+    /// Directory holding the chart archives; index.yaml is written there.
+    pub dir: PathBuf,
+    /// Base URL of the archives (default: relative file names).
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Existing index to merge (keeps its other charts and unchanged entries' `created`).
+    #[arg(long, value_name = "FILE")]
+    pub merge: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ChartPushArgs {
+    /// The chart archive.
+    pub chart: PathBuf,
+    /// `oci://REGISTRY/REPO`.
+    pub remote: String,
+    /// Push even if the tag exists with different content (default: refuse).
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
 }
 
 #[cfg(test)]

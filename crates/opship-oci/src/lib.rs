@@ -4,6 +4,7 @@
 //! from flags, Docker `config.json`, containers `auth.json` and credential helpers. Async; the
 //! CLI drives it on a current-thread tokio runtime. Cosign signatures will live here too.
 
+pub mod artifact;
 pub mod auth;
 pub mod error;
 pub mod registry;

@@ -1,0 +1,89 @@
+//! opship-chart: Helm charts for an operator, one per released version, made from the same
+//! registry+v1 bundle that OLM installs. A chart is rendered from Handlebars templates
+//! ([`render`]), with values that default to what the bundle says ([`values`]), packaged into
+//! a byte-reproducible `.tgz` ([`package`]) and listed in a chart repository index
+//! ([`index`]). Synchronous and offline; pushing to a registry lives in opship-oci.
+
+pub mod error;
+pub mod index;
+pub mod model;
+pub mod oci;
+pub mod overlay;
+pub mod package;
+pub mod render;
+pub mod values;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use opship_core::config::Environment;
+
+pub use error::{Error, Result};
+pub use model::{CrdPlacement, Options};
+pub use render::{Files, Templates};
+
+/// A rendered chart, in memory until written.
+#[derive(Debug, Clone)]
+pub struct Chart {
+    /// Chart name.
+    pub name: String,
+    /// Chart version (the operator version).
+    pub version: semver::Version,
+    /// Every file of the chart directory, by relative path.
+    pub files: Files,
+    /// The manager deployment and container the top-level values apply to.
+    pub manager: (String, String),
+    /// Default values, as in `values.yaml`.
+    pub values: serde_json::Value,
+}
+
+/// Renders the chart of the bundle in `bundle_dir`, with a `values-<env>.yaml` per
+/// environment.
+pub fn render_bundle(
+    bundle_dir: &Path,
+    opts: &Options,
+    templates: &Templates,
+    environments: &BTreeMap<String, Environment>,
+) -> Result<Chart> {
+    let bundle = model::load_bundle(bundle_dir)?;
+    let model = model::build(&bundle, opts)?;
+    let mut files = render::render(&model, templates)?;
+    let schema = values::schema(&model.values);
+    let mut schema_text = serde_json::to_string_pretty(&schema)
+        .map_err(|e| Error::invalid(bundle_dir, format!("values schema: {e}")))?;
+    schema_text.push('\n');
+    files.insert("values.schema.json".into(), schema_text.into_bytes());
+    let version = model.version.to_string();
+    for (env, settings) in environments {
+        if !opship_core::config::is_dns1123_label(env) {
+            return Err(Error::invalid(
+                bundle_dir,
+                format!(
+                    "environment `{env}`: the name must be a DNS-1123 label, since it becomes values-{env}.yaml"
+                ),
+            ));
+        }
+        let v = values::environment(settings, &version, &model.values);
+        let mut text = format!("# Values for the `{env}` environment (from opship.yaml).\n");
+        if v.as_object().is_none_or(|m| m.is_empty()) {
+            text.push_str("{}\n");
+        } else {
+            text.push_str(&opship_core::yaml::to_string(&v)?);
+        }
+        files.insert(format!("values-{env}.yaml"), text.into_bytes());
+    }
+    Ok(Chart {
+        name: model.name,
+        version: model.version,
+        files,
+        manager: model.manager,
+        values: model.values,
+    })
+}
+
+/// Writes `files` as the whole content of the chart directory `dir`, atomically: into a
+/// temporary sibling first, which then replaces `dir`.
+pub fn write_dir(files: &Files, dir: &Path) -> Result<()> {
+    opship_core::bundle::write_atomic(files, dir)?;
+    Ok(())
+}

@@ -1,0 +1,123 @@
+//! At least twenty real bundles of the corpus, chosen for what they exercise, each checked by
+//! the real Helm engine (lint, render = bundle, environments, schema).
+
+use opship_chart::Options;
+
+use crate::compare::check_bundle;
+use crate::corpus_dir;
+
+/// `(operator/version, why it is here)`.
+const BUNDLES: &[(&str, &str)] = &[
+    (
+        "opentelemetry-operator/0.158.0",
+        "14 admission webhooks, 2 deployments, PrometheusRule, PodDisruptionBudget",
+    ),
+    (
+        "opentelemetry-operator/0.27.0",
+        "webhooks of an older layout, extra ServiceAccount object",
+    ),
+    (
+        "service-binding-operator/1.4.0",
+        "5 webhooks, 11 ClusterRoles and 3 ClusterRoleBindings of its own",
+    ),
+    (
+        "rsct-operator/0.0.1-alpha4",
+        "one webhook whose deployment already mounts a cert at the serving path; prerelease version",
+    ),
+    (
+        "community-kubevirt-hyperconverged/1.15.0",
+        "9 deployments, 8 cluster permissions, 6 webhooks incl. conversion, 2 MiB",
+    ),
+    (
+        "community-kubevirt-hyperconverged/0.0.3",
+        "6 deployments, v1beta1 CRDs",
+    ),
+    ("stackgres-community/1.18.8", "26 webhooks, 5 MiB of CRDs"),
+    (
+        "aws-neuron-operator/1.2.0",
+        "4 cluster and 3 namespaced permissions, ConfigMaps, bindings, ServiceMonitor",
+    ),
+    ("aqua/2022.4.18", "3 clusterPermissions entries"),
+    ("aqua/0.0.1", "v1beta1 CRDs, only cluster permissions"),
+    (
+        "prometheus/0.37.0",
+        "v1beta1 CRDs, two namespaced permission sets, no cluster permissions",
+    ),
+    ("strimzi-kafka-operator/0.12.1", "v1beta1 CRDs"),
+    ("keda/1.5.0", "v1beta1 CRDs"),
+    (
+        "ember-csi-community-operator/0.9.6",
+        "v1beta1 CRDs of 0.5 MiB",
+    ),
+    ("cockroachdb/3.0.7", "v1beta1 CRD"),
+    ("namespace-configuration-operator/0.1.0", "v1beta1 CRDs"),
+    (
+        "openshift-qiskit-operator/0.1.0",
+        "v1beta1 CRD, no cluster permissions",
+    ),
+    (
+        "ack-secretsmanager-controller/1.4.1",
+        "a Secret and Roles of its own",
+    ),
+    (
+        "airflow-helm-operator/0.0.1",
+        "9 ServiceAccounts, Roles and RoleBindings of its own",
+    ),
+    (
+        "l5-operator/0.0.3",
+        "PrometheusRule, ServiceMonitor, ConfigMap, ClusterRoleBinding",
+    ),
+    (
+        "percona-server-mongodb-operator/1.23.0",
+        "1.5 MiB of CRDs, namespaced permissions only",
+    ),
+    (
+        "debezium-operator/3.0.0-final",
+        "prerelease version `-final`",
+    ),
+    (
+        "hive-operator/2.5.3516-a2ed9b3",
+        "prerelease version with a commit hash",
+    ),
+    ("volume-expander-operator/0.3.6", "no CRDs at all"),
+    (
+        "alvearie-imaging-ingestion/0.0.1",
+        "ConfigMap and ServiceAccount objects, no cluster permissions",
+    ),
+    (
+        "kubedb-installer/2026.2.26",
+        "1 MiB of CRDs, 4 ClusterRoles of its own",
+    ),
+];
+
+fn check_all(part: usize, parts: usize) {
+    let root = corpus_dir().join("bundles");
+    for (i, (b, why)) in BUNDLES.iter().enumerate() {
+        if i % parts != part {
+            continue;
+        }
+        let s = check_bundle(&root.join(b), &Options::default());
+        eprintln!("{b} ({why}): {s:?}");
+    }
+}
+
+// Split in parts so the test harness runs them side by side.
+#[test]
+fn corpus_bundles_pass_helm_checks_part_1() {
+    check_all(0, 3);
+}
+
+#[test]
+fn corpus_bundles_pass_helm_checks_part_2() {
+    check_all(1, 3);
+}
+
+#[test]
+fn corpus_bundles_pass_helm_checks_part_3() {
+    check_all(2, 3);
+}
+
+#[test]
+fn at_least_twenty_corpus_bundles() {
+    assert!(BUNDLES.len() >= 20);
+}

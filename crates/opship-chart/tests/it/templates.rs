@@ -1,0 +1,1 @@
+//! Broken templates are errors naming the template file and line.

@@ -1,0 +1,218 @@
+//! `opship chart render | package | index | push`: Helm charts from bundles. The work is in
+//! opship-chart (render, package, index) and opship-oci (push); this module turns flags and
+//! the project config into their options.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use opship_chart::{CrdPlacement, Options, Templates};
+use opship_core::config::Project;
+
+use super::{CmdError, ExitStatus, load_project};
+use crate::cli::{ChartCommand, ChartIndexArgs, ChartPackageArgs, ChartPushArgs, ChartRenderArgs};
+
+/// Runs a `chart` subcommand.
+pub fn run(cmd: ChartCommand, config: Option<&Path>) -> Result<ExitStatus, CmdError> {
+    match cmd {
+        ChartCommand::Render(args) => render(&args, load_project(config)?.as_ref()),
+        ChartCommand::Package(args) => package(&args),
+        ChartCommand::Index(args) => index(&args),
+        ChartCommand::Push(args) => push(&args),
+    }
+}
+
+/// `SOURCE_DATE_EPOCH` (whole seconds), if set and not empty.
+fn source_date_epoch() -> Result<Option<u64>, CmdError> {
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(s) if !s.trim().is_empty() => s
+            .trim()
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| format!("SOURCE_DATE_EPOCH=`{s}` is not a number of seconds").into()),
+        _ => Ok(None),
+    }
+}
+
+fn render(args: &ChartRenderArgs, project: Option<&Project>) -> Result<ExitStatus, CmdError> {
+    let chart_cfg = project
+        .and_then(|p| p.config.chart.clone())
+        .unwrap_or_default();
+    let bundles: Vec<PathBuf> = if args.all {
+        let p = project.ok_or("--all needs a config (opship.yaml) with `releases`")?;
+        if p.config.releases.is_empty() {
+            return Err(format!("{}: no `releases` to render", p.path.display()).into());
+        }
+        p.config
+            .releases
+            .iter()
+            .map(|r| p.bundle_dir(&r.version))
+            .collect()
+    } else {
+        args.bundle.clone()
+    };
+    let crds = match args.crds.as_deref().or(chart_cfg.crds.as_deref()) {
+        None => CrdPlacement::Templates,
+        Some(s) => CrdPlacement::parse(s)
+            .ok_or_else(|| format!("CRD placement `{s}`: use `templates` or `crds`"))?,
+    };
+    let opts = Options {
+        name: args.name.clone().or(chart_cfg.name.clone()),
+        crds,
+    };
+    let output = match (&args.output, &chart_cfg.output, project) {
+        (Some(o), _, _) => o.clone(),
+        (None, Some(o), Some(p)) => p.resolve(o),
+        _ => PathBuf::from("dist/charts"),
+    };
+    let templates = Templates {
+        dir: args.templates.clone(),
+    };
+    let environments = project
+        .map(|p| p.config.environments.clone())
+        .unwrap_or_default();
+    // Render every chart before writing any, so a bad bundle leaves no partial output.
+    let mut charts = Vec::new();
+    for b in &bundles {
+        let chart = opship_chart::render_bundle(b, &opts, &templates, &environments)?;
+        charts.push(chart);
+    }
+    let versioned = charts.len() > 1;
+    let mut seen = BTreeMap::new();
+    for c in &charts {
+        let dir = if versioned {
+            output.join(c.version.to_string()).join(&c.name)
+        } else {
+            output.join(&c.name)
+        };
+        if let Some(prev) = seen.insert(dir.clone(), c.version.clone()) {
+            return Err(format!(
+                "{}: two bundles render version {prev} of chart {}",
+                dir.display(),
+                c.name
+            )
+            .into());
+        }
+    }
+    for (c, b) in charts.iter().zip(&bundles) {
+        let dir = if versioned {
+            output.join(c.version.to_string()).join(&c.name)
+        } else {
+            output.join(&c.name)
+        };
+        opship_chart::write_dir(&c.files, &dir)?;
+        if args.overlays {
+            let files =
+                opship_chart::overlay::render(b, &opts, &environments, &c.name, &c.version)?;
+            let odir = dir.with_file_name(format!("{}-overlays", c.name));
+            opship_chart::write_dir(&files, &odir)?;
+            println!("{}", odir.display());
+        }
+        println!("{}", dir.display());
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn package(args: &ChartPackageArgs) -> Result<ExitStatus, CmdError> {
+    let mtime = source_date_epoch()?.unwrap_or(0);
+    // Package everything first: a bad chart leaves no archive behind.
+    let mut packages = Vec::new();
+    for dir in &args.charts {
+        let files = opship_chart::package::read_dir(dir)?;
+        packages.push(opship_chart::package::package(&files, mtime, dir)?);
+    }
+    std::fs::create_dir_all(&args.destination)
+        .map_err(|e| format!("{}: {e}", args.destination.display()))?;
+    for p in &packages {
+        let path = args.destination.join(p.file_name());
+        opship_core::fsutil::write_atomic(&path, &p.bytes)?;
+        println!("{} {}", path.display(), p.digest());
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn now_epoch() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn index(args: &ChartIndexArgs) -> Result<ExitStatus, CmdError> {
+    let epoch = source_date_epoch()?.unwrap_or_else(now_epoch);
+    let merge = match &args.merge {
+        Some(p) => Some(
+            opship_core::yaml::read_stream(p)?
+                .into_iter()
+                .next()
+                .map(|d| d.value)
+                .ok_or_else(|| format!("{}: empty index", p.display()))?,
+        ),
+        None => None,
+    };
+    let opts = opship_chart::index::Options {
+        url: args.url.clone(),
+        created: opship_core::image::oci::rfc3339(epoch),
+        merge,
+    };
+    let index = opship_chart::index::build(&args.dir, &opts)?;
+    let path = args.dir.join("index.yaml");
+    opship_core::fsutil::write_atomic(&path, opship_core::yaml::to_string(&index)?.as_bytes())?;
+    println!("{}", path.display());
+    Ok(ExitStatus::Success)
+}
+
+/// Credentials for `host`: `--username` with `--password-stdin`, else the stored ones.
+fn credentials(args: &crate::cli::RegistryArgs, host: &str) -> Result<opship_oci::Auth, CmdError> {
+    use std::io::Read;
+    if let (Some(username), true) = (&args.username, args.password_stdin) {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s)?;
+        let password = s.trim_end_matches(['\r', '\n']).to_owned();
+        if password.is_empty() {
+            return Err("--password-stdin: standard input is empty".into());
+        }
+        return Ok(opship_oci::Auth::Basic {
+            username: username.clone(),
+            password,
+        });
+    }
+    let found = opship_oci::auth::lookup(host, &opship_oci::auth::Env::from_process())?;
+    tracing::info!("credentials for {host}: {}", found.source);
+    Ok(found.auth)
+}
+
+fn push(args: &ChartPushArgs) -> Result<ExitStatus, CmdError> {
+    let repository = args
+        .remote
+        .strip_prefix("oci://")
+        .ok_or_else(|| format!("`{}`: the target must be oci://REGISTRY/REPO", args.remote))?;
+    let bytes = std::fs::read(&args.chart).map_err(|e| format!("{}: {e}", args.chart.display()))?;
+    let files = opship_chart::package::unpack(&bytes, &args.chart)?;
+    let text = std::str::from_utf8(&files["Chart.yaml"])
+        .map_err(|_| format!("{}: Chart.yaml is not UTF-8", args.chart.display()))?;
+    let meta = opship_chart::package::chart_metadata(text, &args.chart.join("Chart.yaml"))?;
+    let name = meta["name"].as_str().unwrap_or_default().to_owned();
+    let version = meta["version"].as_str().unwrap_or_default().to_owned();
+    let created = source_date_epoch()?.map(opship_core::image::oci::rfc3339);
+    let artifact = opship_oci::artifact::ChartArtifact {
+        config: opship_chart::oci::config(&meta),
+        annotations: opship_chart::oci::annotations(&meta, created.as_deref()),
+        archive: bytes,
+    };
+    let probe = opship_oci::registry::parse_reference(&format!("{repository}/{name}:probe"))?;
+    let registry_args = &args.registry;
+    let auth = credentials(registry_args, probe.resolve_registry())?;
+    let options = opship_oci::Options {
+        insecure: registry_args.insecure,
+        ..opship_oci::Options::default()
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let pushed = rt.block_on(opship_oci::artifact::push_chart(
+        repository, &name, &version, &artifact, auth, &options, args.force,
+    ))?;
+    let note = if pushed.unchanged { " (unchanged)" } else { "" };
+    println!("{}@{}{note}", pushed.reference, pushed.digest);
+    Ok(ExitStatus::Success)
+}
