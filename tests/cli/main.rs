@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod build;
+mod chart;
 mod generate;
 mod registry;
 mod validate;

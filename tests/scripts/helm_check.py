@@ -15,10 +15,14 @@ Commands:
   show OCI_REF          (chart metadata pulled from a registry, plain HTTP)
   tags REPO             (tags of REGISTRY/REPO/NAME, plain HTTP)
   pull OCI_REF VERSION DEST
+  tgz FILE              (entries of a chart archive read with Python's tarfile: name, mode,
+                         uid, gid, mtime, type, sha256; and the gzip header bytes)
 """
 import argparse
+import hashlib
 import json
 import sys
+import tarfile
 
 import helm_python as helm
 
@@ -74,6 +78,23 @@ def check(args):
     return out
 
 
+def tgz(path):
+    entries = []
+    with tarfile.open(path, "r:gz") as t:
+        for m in t.getmembers():
+            data = t.extractfile(m).read() if m.isfile() else b""
+            entries.append({
+                "name": m.name, "mode": m.mode, "uid": m.uid, "gid": m.gid,
+                "uname": m.uname, "gname": m.gname, "mtime": m.mtime,
+                "type": m.type.decode(), "size": m.size,
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "text": data.decode("utf-8", "replace") if m.name.endswith("Chart.yaml") else None,
+            })
+    with open(path, "rb") as f:
+        header = f.read(10).hex()
+    return {"entries": entries, "gzip_header": header}
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -108,6 +129,8 @@ def main():
     a.add_argument("ref")
     a.add_argument("version")
     a.add_argument("dest")
+    a = sub.add_parser("tgz")
+    a.add_argument("file")
     args = p.parse_args()
 
     try:
@@ -135,6 +158,8 @@ def main():
             out = {"tags": helm.RegistryClient(plain_http=True).tags(args.repo)}
         elif args.cmd == "pull":
             out = helm.pull(args.ref, version=args.version, destination=args.dest, plain_http=True)
+        elif args.cmd == "tgz":
+            out = tgz(args.file)
         else:
             raise SystemExit(f"unknown command {args.cmd}")
     except helm.HelmError as e:
