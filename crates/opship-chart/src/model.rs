@@ -282,6 +282,7 @@ fn chart_metadata(csv: &Object, name: &str, version: &semver::Version) -> Value 
     let kube_version = semver::Version::parse(min_kube.strip_prefix('v').unwrap_or(min_kube))
         .ok()
         .map(|k| format!(">= {}.{}.{}-0", k.major, k.minor, k.patch));
+    let icon = icon_of(spec);
     let mut annotations = BTreeMap::new();
     annotations.insert("artifacthub.io/operator".to_owned(), "true".to_owned());
     let caps = str_of(v, "/metadata/annotations/capabilities");
@@ -303,7 +304,35 @@ fn chart_metadata(csv: &Object, name: &str, version: &semver::Version) -> Value 
         "keywords": keywords,
         "maintainers": maintainers,
         "annotations": annotations,
+        "icon": icon,
     })
+}
+
+/// Icons up to this size (base64 characters) go into Chart.yaml as a `data:` URI; larger ones
+/// are left out, since Chart.yaml is copied into every entry of a repository index.
+pub const MAX_ICON_CHARS: usize = 16 * 1024;
+
+/// The CSV's first icon as a `data:` URI (Helm's lint accepts it), when it is an image, valid
+/// base64 and small enough.
+fn icon_of(spec: &Value) -> Option<String> {
+    let icon = spec["icon"].as_array()?.first()?;
+    let media = icon["mediatype"].as_str()?.trim();
+    let data: String = icon["base64data"]
+        .as_str()?
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    let media_ok = media.starts_with("image/")
+        && media
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/+-.".contains(c));
+    let data_ok = !data.is_empty()
+        && data.len() <= MAX_ICON_CHARS
+        && data.len().is_multiple_of(4)
+        && data
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+/=".contains(c));
+    (media_ok && data_ok).then(|| format!("data:{media};base64,{data}"))
 }
 
 /// Picks the operator's own deployment and container: the one running the CSV's

@@ -298,6 +298,49 @@ pub fn unpack(bytes: &[u8], origin: &Path) -> Result<Files> {
 mod tests {
     use super::*;
 
+    type Entries<'a> = &'a [(&'a str, &'a [u8])];
+
+    fn raw_tgz(entries: Entries<'_>) -> Vec<u8> {
+        let mut b = tar::Builder::new(Vec::new());
+        for (name, data) in entries {
+            let mut h = tar::Header::new_old();
+            h.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+            h.set_size(data.len() as u64);
+            h.set_mode(0o644);
+            h.set_cksum();
+            b.append(&h, *data).unwrap();
+        }
+        let tar = b.into_inner().unwrap();
+        let mut gz = GzBuilder::new().write(Vec::new(), Compression::default());
+        gz.write_all(&tar).unwrap();
+        gz.finish().unwrap()
+    }
+
+    #[test]
+    fn hostile_archives_are_refused() {
+        let ok = b"apiVersion: v2\nname: x\nversion: 1.0.0\n";
+        let cases: &[(Entries<'_>, &str)] = &[
+            (
+                &[("x/Chart.yaml", ok), ("x/../../etc/passwd", b"a")],
+                "plain relative",
+            ),
+            (
+                &[("x/Chart.yaml", ok), ("y/other", b"a")],
+                "second top directory",
+            ),
+            (&[("Chart.yaml", ok)], "top directory"),
+            (&[("x/values.yaml", b"a: 1")], "no Chart.yaml"),
+        ];
+        for (entries, want) in cases {
+            let err = unpack(&raw_tgz(entries), Path::new("h.tgz"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(want), "{want}: {err}");
+        }
+        assert!(unpack(b"not gzip", Path::new("h.tgz")).is_err());
+        assert!(unpack(&raw_tgz(&[("x/Chart.yaml", ok)]), Path::new("h.tgz")).is_ok());
+    }
+
     #[test]
     fn helmignore_patterns() {
         let ig = vec!["*.tgz".to_owned(), ".git/".to_owned(), "secret".to_owned()];

@@ -121,3 +121,22 @@ fn corpus_bundles_pass_helm_checks_part_3() {
 fn at_least_twenty_corpus_bundles() {
     assert!(BUNDLES.len() >= 20);
 }
+
+/// A bundle with a duplicate YAML key is refused with the file and line, not charted.
+#[test]
+fn bundle_with_duplicate_key_is_refused_with_its_line() {
+    let dir = corpus_dir().join("bundles/3scale-community-operator/0.7.0");
+    let err = opship_chart::render_bundle(
+        &dir,
+        &Options::default(),
+        &opship_chart::Templates::default(),
+        &Default::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("apps.3scale.net_apimanagerbackups_crd.yaml:96:"),
+        "{err}"
+    );
+    assert!(err.contains("duplicate"), "{err}");
+}

@@ -106,4 +106,13 @@ fn sample_chart_metadata() {
     );
     assert_eq!(v["maintainers"][0]["email"], "alice@example.com");
     assert_eq!(v["keywords"][0], "memcached");
+    // The CSV's SVG icon, inline.
+    assert!(
+        v["icon"]
+            .as_str()
+            .unwrap()
+            .starts_with("data:image/svg+xml;base64,PHN2Zy"),
+        "{}",
+        v["icon"]
+    );
 }
