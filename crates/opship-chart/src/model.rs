@@ -746,6 +746,14 @@ pub fn build(bundle: &Bundle, opts: &Options) -> Result<Model> {
         }
         let mut body = without(v, &["apiVersion", "kind", "metadata", "status"]);
         rebind_subjects(&mut body);
+        // RBAC v1beta1 is gone since Kubernetes 1.22 and v1 has the same schema: write v1.
+        let api_version = match (o.api_version(), o.kind()) {
+            (
+                "rbac.authorization.k8s.io/v1beta1",
+                "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding",
+            ) => "rbac.authorization.k8s.io/v1",
+            (a, _) => a,
+        };
         let mut metadata = without(
             &v["metadata"],
             &["namespace", "creationTimestamp", "labels"],
@@ -755,7 +763,7 @@ pub fn build(bundle: &Bundle, opts: &Options) -> Result<Model> {
         }
         objects.push(json!({
             "kind": o.kind(),
-            "apiVersion": o.api_version(),
+            "apiVersion": api_version,
             "name": o.name(),
             "gate": gate_of(o.kind(), o.name()),
             "metadata": metadata,

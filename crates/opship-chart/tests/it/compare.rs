@@ -12,7 +12,8 @@
 //! (which the chart replaces with cert-manager's certificate), and `spec.conversion` plus the
 //! CA-injection annotation of CRDs with a conversion webhook; the webhook wiring itself is
 //! checked separately. A deployment without `replicas` is compared as `replicas: 1`, the
-//! Kubernetes default that the chart writes.
+//! Kubernetes default that the chart writes. RBAC objects of `rbac.authorization.k8s.io/v1beta1`
+//! compare as `v1`, which the chart writes (same schema; v1beta1 is gone since 1.22).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -110,6 +111,9 @@ pub fn normalise(v: &Value, webhooks: bool, conversion_crds: &BTreeSet<String>) 
         }
     }
     let kind = v["kind"].as_str().unwrap_or("").to_owned();
+    if v["apiVersion"] == "rbac.authorization.k8s.io/v1beta1" {
+        v["apiVersion"] = json!("rbac.authorization.k8s.io/v1");
+    }
     if kind == "Deployment" {
         if v["spec"].get("replicas").is_none() {
             v["spec"]["replicas"] = json!(1);

@@ -81,6 +81,10 @@ const BUNDLES: &[(&str, &str)] = &[
     ),
     ("volume-expander-operator/0.3.6", "no CRDs at all"),
     (
+        "volume-expander-operator/0.1.9",
+        "an rbac.authorization.k8s.io/v1beta1 ClusterRole, written as v1",
+    ),
+    (
         "alvearie-imaging-ingestion/0.0.1",
         "ConfigMap and ServiceAccount objects, no cluster permissions",
     ),
