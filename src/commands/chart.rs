@@ -124,7 +124,8 @@ fn package(args: &ChartPackageArgs) -> Result<ExitStatus, CmdError> {
         .map_err(|e| format!("{}: {e}", args.destination.display()))?;
     for p in &packages {
         let path = args.destination.join(p.file_name());
-        opship_core::fsutil::write_atomic(&path, &p.bytes)?;
+        // Readable by everyone, like `helm package` writes them (they get served).
+        opship_core::fsutil::write_atomic_with_mode(&path, &p.bytes, 0o644)?;
         println!("{} {}", path.display(), p.digest());
     }
     Ok(ExitStatus::Success)
@@ -156,7 +157,11 @@ fn index(args: &ChartIndexArgs) -> Result<ExitStatus, CmdError> {
     };
     let index = opship_chart::index::build(&args.dir, &opts)?;
     let path = args.dir.join("index.yaml");
-    opship_core::fsutil::write_atomic(&path, opship_core::yaml::to_string(&index)?.as_bytes())?;
+    opship_core::fsutil::write_atomic_with_mode(
+        &path,
+        opship_core::yaml::to_string(&index)?.as_bytes(),
+        0o644,
+    )?;
     println!("{}", path.display());
     Ok(ExitStatus::Success)
 }

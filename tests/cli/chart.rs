@@ -127,6 +127,15 @@ fn package_is_reproducible_and_index_is_dated_by_source_date_epoch() {
         digests.push(line.split(' ').nth(1).unwrap().to_owned());
     }
     assert_eq!(digests[0], digests[1]);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(tmp.path().join("p1/memcached-operator-0.3.0.tgz"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o644, "archives are served: world-readable");
+    }
     let a = std::fs::read(tmp.path().join("p1/memcached-operator-0.3.0.tgz")).unwrap();
     let b = std::fs::read(tmp.path().join("p2/memcached-operator-0.3.0.tgz")).unwrap();
     assert_eq!(a, b);
