@@ -339,3 +339,64 @@ fn overlays_build_with_kubectl_kustomize() {
         assert!(docs.iter().any(|d| d.value["kind"] == "ClusterRoleBinding"));
     }
 }
+
+/// With a registry that wants a password: the right one pushes, a wrong one is an error
+/// quoting the registry, exit 2.
+#[test]
+fn chart_push_with_credentials() {
+    use std::io::Write;
+    let reg = TestRegistry::start(Some(("alice", "s3cret")));
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let chart = render_sample("0.1.0", &tmp.path().join("charts"));
+    let r = run(opship()
+        .args(["chart", "package"])
+        .arg(&chart)
+        .arg("-d")
+        .arg(tmp.path()));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let tgz = tmp.path().join("memcached-operator-0.1.0.tgz");
+    let remote = format!("oci://{}/charts", reg.addr);
+    let push = |password: &str| {
+        let mut child = isolated(&home)
+            .args(["chart", "push", "-u", "alice", "--password-stdin"])
+            .arg(&tgz)
+            .arg(&remote)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(password.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, _, stderr) = push("wrong\n");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(&reg.addr) && stderr.contains("refused the credentials of user alice"),
+        "{stderr}"
+    );
+    let (code, stdout, stderr) = push("s3cret\n");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("memcached-operator:0.1.0@sha256:"),
+        "{stdout}"
+    );
+    // Without credentials the push is refused.
+    let r = run(isolated(&home)
+        .args(["chart", "push"])
+        .arg(&tgz)
+        .arg(&remote));
+    assert_eq!(r.code, 2, "{}", r.stdout);
+}

@@ -20,6 +20,7 @@ use std::path::Path;
 
 use opship_chart::Options;
 use opship_chart::model::{self, CERT_PATHS, HELM_LABELS};
+use opship_core::config::Environment;
 use serde_json::{Value, json};
 
 use crate::{environments, helm, render_to_temp};
@@ -178,11 +179,19 @@ pub struct Summary {
     pub webhooks: usize,
 }
 
-/// The whole acceptance check of one bundle's chart.
+/// The whole acceptance check of one bundle's chart, with the test environments.
 pub fn check_bundle(bundle_dir: &Path, opts: &Options) -> Summary {
+    check_bundle_with(bundle_dir, opts, &environments())
+}
+
+/// The whole acceptance check of one bundle's chart, with the given environments.
+pub fn check_bundle_with(
+    bundle_dir: &Path,
+    opts: &Options,
+    envs: &BTreeMap<String, Environment>,
+) -> Summary {
     let what = bundle_dir.display().to_string();
-    let envs = environments();
-    let (_tmp, dir, chart) = render_to_temp(bundle_dir, opts, &envs);
+    let (_tmp, dir, chart) = render_to_temp(bundle_dir, opts, envs);
     let mut args: Vec<String> = vec!["check".into(), dir.display().to_string()];
     for env in envs.keys() {
         args.push("--env".into());
@@ -452,7 +461,7 @@ pub fn check_bundle(bundle_dir: &Path, opts: &Options) -> Summary {
 
     // 4. Each environment renders and takes effect on the operator's deployment.
     let (mdep, mcon) = &chart.manager;
-    for (env, e) in &envs {
+    for (env, e) in envs {
         let file = dir.join(format!("values-{env}.yaml")).display().to_string();
         let objs = parse_rendered(&r["envs"][&file], &format!("{what} ({env})"));
         let dep = objs

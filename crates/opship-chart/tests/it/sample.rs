@@ -4,7 +4,7 @@
 use opship_chart::{CrdPlacement, Options};
 use opship_core::config::Project;
 
-use crate::compare::check_bundle;
+use crate::compare::{check_bundle, check_bundle_with};
 use crate::{helm, render_to_temp, repo_dir};
 
 fn project() -> Project {
@@ -20,7 +20,9 @@ fn sample_versions_pass_helm_checks() {
             name: cfg.name.clone(),
             crds: CrdPlacement::parse(cfg.crds.as_deref().unwrap()).unwrap(),
         };
-        let s = check_bundle(&p.bundle_dir(&r.version), &opts);
+        // The environments of opship.yaml (staging, prod), then the test's own.
+        let s = check_bundle_with(&p.bundle_dir(&r.version), &opts, &p.config.environments);
+        check_bundle(&p.bundle_dir(&r.version), &opts);
         // Deployment, CRD, Service, 3 ClusterRoles of the bundle; a Role and a ClusterRole from
         // the CSV.
         assert!(s.objects >= 6, "{}: {s:?}", r.version);
