@@ -399,4 +399,5 @@ fn chart_push_with_credentials() {
         .arg(&tgz)
         .arg(&remote));
     assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(r.stderr.contains("refused the credentials"), "{}", r.stderr);
 }
