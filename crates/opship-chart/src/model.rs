@@ -809,11 +809,6 @@ pub fn build(bundle: &Bundle, opts: &Options) -> Result<Model> {
     }
 
     let chart = chart_metadata(&bundle.csv, &name, &version);
-    let has_metrics = objects.iter().any(|o| {
-        o["gate"]
-            .as_str()
-            .is_some_and(|g| g.starts_with(".Values.metrics"))
-    });
     let values = values::defaults(&values::Inputs {
         pod: &manager_pod,
         container: &manager_container,
@@ -831,7 +826,6 @@ pub fn build(bundle: &Bundle, opts: &Options) -> Result<Model> {
         "crds": crds,
         "objects": objects,
         "webhooks": webhooks,
-        "hasMetrics": has_metrics,
         "values": values,
         "manager": {"deployment": manager_names.0, "container": manager_names.1},
         "csv": {"name": bundle.csv.name(), "displayName": str_of(csv, "/spec/displayName")},

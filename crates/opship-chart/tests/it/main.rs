@@ -7,6 +7,7 @@ mod compare;
 mod corpus;
 mod package;
 mod sample;
+mod snapshot;
 mod templates;
 
 use std::collections::BTreeMap;
