@@ -8,6 +8,7 @@ Commands:
         everything one chart needs in one process: lint, render with the defaults, render
         with each values file, and validate_schema with each bad values document
   lint CHART [--values-json JSON] [--strict]
+  lint-many CHART...    (lint of each chart, in one process: {chart: result})
   render CHART [--values FILE]... [--values-json JSON] [--namespace NS] [--name NAME]
   validate CHART --values-json JSON
   package CHART DEST
@@ -102,6 +103,8 @@ def main():
     a.add_argument("chart")
     a.add_argument("--env", action="append", default=[])
     a.add_argument("--bad-json", action="append", default=[])
+    a = sub.add_parser("lint-many")
+    a.add_argument("charts", nargs="+")
     a = sub.add_parser("lint")
     a.add_argument("chart")
     a.add_argument("--values-json")
@@ -136,6 +139,8 @@ def main():
     try:
         if args.cmd == "check":
             out = check(args)
+        elif args.cmd == "lint-many":
+            out = {c: attempt(lambda c=c: helm.lint(c)) for c in args.charts}
         elif args.cmd == "lint":
             values = values_of(args) or None
             out = helm.lint(args.chart, values, strict=args.strict or None)

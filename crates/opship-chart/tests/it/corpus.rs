@@ -144,3 +144,76 @@ fn bundle_with_duplicate_key_is_refused_with_its_line() {
     );
     assert!(err.contains("duplicate"), "{err}");
 }
+
+/// Every bundle of the corpus renders (except the one with a duplicate YAML key, refused
+/// above) and Helm's lint has nothing to say but the missing icon. Four parts, one Helm
+/// process each, run side by side.
+fn lint_all(part: usize, parts: usize) {
+    let root = corpus_dir().join("bundles");
+    let mut dirs: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .flat_map(|op| std::fs::read_dir(op.unwrap().path()).unwrap())
+        .map(|v| v.unwrap().path())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 237, "{}", dirs.len());
+    let tmp = tempfile::tempdir().unwrap();
+    let mut charts = Vec::new();
+    for (i, d) in dirs.iter().enumerate() {
+        if i % parts != part || d.ends_with("3scale-community-operator/0.7.0") {
+            continue;
+        }
+        let chart = opship_chart::render_bundle(
+            d,
+            &Options::default(),
+            &opship_chart::Templates::default(),
+            &crate::environments(),
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        let dir = tmp.path().join(i.to_string()).join(&chart.name);
+        opship_chart::write_dir(&chart.files, &dir).unwrap();
+        charts.push((d.clone(), dir.display().to_string()));
+    }
+    let mut args = vec!["lint-many".to_owned()];
+    args.extend(charts.iter().map(|(_, c)| c.clone()));
+    let r = crate::helm(&args);
+    for (bundle, chart) in &charts {
+        let lint = &r[chart];
+        assert_eq!(
+            lint["errors"],
+            serde_json::json!([]),
+            "{}: {lint}",
+            bundle.display()
+        );
+        for m in lint["messages"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}: {lint}", bundle.display()))
+        {
+            assert!(
+                m["severity"] == 1 && m["error"] == "icon is recommended",
+                "{}: {m}",
+                bundle.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn whole_corpus_renders_and_lints_part_1() {
+    lint_all(0, 4);
+}
+
+#[test]
+fn whole_corpus_renders_and_lints_part_2() {
+    lint_all(1, 4);
+}
+
+#[test]
+fn whole_corpus_renders_and_lints_part_3() {
+    lint_all(2, 4);
+}
+
+#[test]
+fn whole_corpus_renders_and_lints_part_4() {
+    lint_all(3, 4);
+}
