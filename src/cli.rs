@@ -417,7 +417,7 @@ pub struct ChartRenderArgs {
     /// (Helm's crds/: installed once, never upgraded). Default: `chart.crds`, else templates.
     #[arg(long, value_name = "templates|crds")]
     pub crds: Option<String>,
-    /// Also write kustomize overlays OUTPUT/.../overlays/{base,<env>} from the environments.
+    /// Also write kustomize overlays next to the chart: OUTPUT[/<version>]/overlays/{base,<env>}.
     #[arg(long)]
     pub overlays: bool,
 }

@@ -101,9 +101,13 @@ fn render(args: &ChartRenderArgs, project: Option<&Project>) -> Result<ExitStatu
         };
         opship_chart::write_dir(&c.files, &dir)?;
         if args.overlays {
+            if c.name == "overlays" {
+                return Err("a chart named `overlays` and --overlays would share a directory; rename the chart (--name)".into());
+            }
             let files =
                 opship_chart::overlay::render(b, &opts, &environments, &c.name, &c.version)?;
-            let odir = dir.with_file_name(format!("{}-overlays", c.name));
+            // Next to the chart: `<output>[/<version>]/overlays/{base,<env>}`.
+            let odir = dir.with_file_name("overlays");
             opship_chart::write_dir(&files, &odir)?;
             println!("{}", odir.display());
         }

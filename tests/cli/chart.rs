@@ -304,7 +304,7 @@ fn overlays_build_with_kubectl_kustomize() {
         .arg(&out));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let kubectl = std::env::var("OPSHIP_KUBECTL").unwrap_or_else(|_| "kubectl".into());
-    let overlays = out.join("memcached-operator-overlays");
+    let overlays = out.join("overlays");
     for (env, replicas, cpu) in [("staging", 1, "10m"), ("prod", 2, "100m")] {
         let o = Command::new(&kubectl)
             .arg("kustomize")
