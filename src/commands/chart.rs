@@ -70,15 +70,35 @@ fn render(args: &ChartRenderArgs, project: Option<&Project>) -> Result<ExitStatu
     let environments = project
         .map(|p| p.config.environments.clone())
         .unwrap_or_default();
-    // Render every chart before writing any, so a bad bundle leaves no partial output.
+    // Render every chart (and overlay) before writing any, so a bad bundle leaves no partial
+    // output.
     let mut charts = Vec::new();
     for b in &bundles {
         let chart = opship_chart::render_bundle(b, &opts, &templates, &environments)?;
-        charts.push(chart);
+        let overlay = if args.overlays {
+            if chart.name == "overlays" {
+                return Err(
+                    "a chart named `overlays` and --overlays would share a directory; \
+                            rename the chart (--name)"
+                        .into(),
+                );
+            }
+            Some(opship_chart::overlay::render(
+                b,
+                &opts,
+                &environments,
+                &chart.name,
+                &chart.version,
+            )?)
+        } else {
+            None
+        };
+        charts.push((chart, overlay));
     }
     let versioned = charts.len() > 1;
     let mut seen = BTreeMap::new();
-    for c in &charts {
+    let mut dirs = Vec::new();
+    for (c, _) in &charts {
         let dir = if versioned {
             output.join(c.version.to_string()).join(&c.name)
         } else {
@@ -92,26 +112,17 @@ fn render(args: &ChartRenderArgs, project: Option<&Project>) -> Result<ExitStatu
             )
             .into());
         }
+        dirs.push(dir);
     }
-    for (c, b) in charts.iter().zip(&bundles) {
-        let dir = if versioned {
-            output.join(c.version.to_string()).join(&c.name)
-        } else {
-            output.join(&c.name)
-        };
-        opship_chart::write_dir(&c.files, &dir)?;
-        if args.overlays {
-            if c.name == "overlays" {
-                return Err("a chart named `overlays` and --overlays would share a directory; rename the chart (--name)".into());
-            }
-            let files =
-                opship_chart::overlay::render(b, &opts, &environments, &c.name, &c.version)?;
+    for ((c, overlay), dir) in charts.iter().zip(&dirs) {
+        opship_chart::write_dir(&c.files, dir)?;
+        println!("{}", dir.display());
+        if let Some(files) = overlay {
             // Next to the chart: `<output>[/<version>]/overlays/{base,<env>}`.
             let odir = dir.with_file_name("overlays");
-            opship_chart::write_dir(&files, &odir)?;
+            opship_chart::write_dir(files, &odir)?;
             println!("{}", odir.display());
         }
-        println!("{}", dir.display());
     }
     Ok(ExitStatus::Success)
 }
