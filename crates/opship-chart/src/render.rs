@@ -352,22 +352,59 @@ pub fn check_helm_actions(text: &str) -> std::result::Result<(), (usize, String)
     Ok(())
 }
 
-/// The line of a template that produced `output_line`: the first whose text, with the `\`
-/// of escaped Helm expressions removed, is the same (best effort: lines with Handlebars
-/// expressions differ from their output).
+/// The literal pieces of a template line: the text between Handlebars expressions, with the
+/// `\` of escaped Helm expressions removed.
+fn literal_pieces(line: &str) -> Vec<String> {
+    let mut pieces = vec![String::new()];
+    let mut rest = line;
+    while let Some(i) = rest.find("{{") {
+        let escaped = rest[..i].ends_with('\\');
+        let before = if escaped { &rest[..i - 1] } else { &rest[..i] };
+        pieces.last_mut().expect("never empty").push_str(before);
+        if escaped {
+            pieces.last_mut().expect("never empty").push_str("{{");
+            rest = &rest[i + 2..];
+        } else {
+            match rest[i..].find("}}") {
+                Some(end) => {
+                    let mut after = &rest[i + end + 2..];
+                    while let Some(a) = after.strip_prefix('}') {
+                        after = a;
+                    }
+                    rest = after;
+                    pieces.push(String::new());
+                }
+                None => rest = "",
+            }
+        }
+    }
+    pieces.last_mut().expect("never empty").push_str(rest);
+    pieces
+}
+
+/// The line of a template that produced `output_line`: the first whose literal pieces appear
+/// in it, in order (Handlebars expressions match anything). `None` when no line fits; the
+/// error quotes the rendered line then.
 fn source_line(source: &str, output_line: &str) -> Option<usize> {
     let want = output_line.trim();
     if want.is_empty() {
         return None;
     }
-    source
-        .lines()
-        .position(|l| l.replace("\\{{", "{{").trim() == want)
-        .or_else(|| {
-            let key = want.split_whitespace().next()?;
-            source.lines().position(|l| l.trim_start().starts_with(key))
-        })
-        .map(|i| i + 1)
+    let fits = |line: &str| {
+        let pieces = literal_pieces(line.trim());
+        if pieces.iter().all(|p| p.trim().is_empty()) {
+            return false;
+        }
+        let mut at = 0;
+        for (n, p) in pieces.iter().enumerate() {
+            match want[at..].find(p.as_str()) {
+                Some(i) if n > 0 || i == 0 => at += i + p.len(),
+                _ => return false,
+            }
+        }
+        pieces.len() > 1 || at == want.len()
+    };
+    source.lines().position(fits).map(|i| i + 1)
 }
 
 /// Where CRD output goes, by placement.
@@ -485,6 +522,17 @@ mod tests {
         assert!(out.contains("{{ .Release.Namespace | quote }}"), "{out}");
         assert!(check_helm_actions(&out).is_ok());
         assert!(out.lines().all(|l| l.starts_with("  ")));
+    }
+
+    #[test]
+    fn template_lines_are_found_from_their_output() {
+        let src = "a: 1\n  labels:\n    \\{{- include \"{{chart.name}}.labels\" . | nindent 4 }\nb: \\{{ .Values.x }\n";
+        assert_eq!(
+            source_line(src, r#"    {{- include "demo.labels" . | nindent 4 }"#),
+            Some(3)
+        );
+        assert_eq!(source_line(src, "b: {{ .Values.x }"), Some(4));
+        assert_eq!(source_line(src, "c: {{ .Values.y }"), None);
     }
 
     #[test]
