@@ -1,6 +1,7 @@
 //! Dispatch from parsed command lines to the libraries, and the exit status each outcome maps to.
 
 mod build;
+mod digests;
 mod generate;
 mod init;
 mod registry;

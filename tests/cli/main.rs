@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod build;
+mod digests;
 mod generate;
 mod registry;
 mod validate;
