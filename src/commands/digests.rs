@@ -83,10 +83,8 @@ fn resolve(
             Err(e) => failures.push(format!("{}: {e}", describe(&[image], uses))),
         }
     }
-    if !failures.is_empty() {
-        return Err(failed(&failures));
-    }
-
+    // Invalid references are reported together with the lookups' failures, so one run shows
+    // every problem.
     let env = Env::from_process();
     let mut clients: BTreeMap<String, Arc<Registry>> = BTreeMap::new();
     let mut jobs = Vec::new();
