@@ -479,3 +479,63 @@ fn credentials_from_the_docker_config_reach_a_protected_registry() {
     );
     assert!(r.stdout.contains("up to date"), "{}", r.stdout);
 }
+
+#[test]
+fn all_versions_are_pinned_together_or_not_at_all() {
+    let reg = TestRegistry::start(None);
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let images = push_images(tmp.path(), &home, &reg.addr, None);
+    let (_t, dir) = project(&reg.addr);
+    let layout = format!("{}:op", tmp.path().join("oci").display());
+    let push_tag = |tag: &str| {
+        ok(
+            run(isolated(&home).args(["push", &layout, &format!("{}:{tag}", images.operator)])),
+            "push",
+        )
+    };
+    push_tag("v0.1.0");
+    let before = read_tree(&dir);
+    let all = || {
+        run(isolated(&home)
+            .arg("-c")
+            .arg(dir.join("opship.yaml"))
+            .args(["generate", "bundle", "--all", "--use-image-digests"]))
+    };
+
+    // v0.2.0 is missing: 0.1.0 and 0.3.0 resolve, but no version is written.
+    let r = all();
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    let line = r
+        .stderr
+        .lines()
+        .find(|l| l.contains(&format!("{}:v0.2.0", images.operator)))
+        .expect(&r.stderr);
+    assert!(
+        line.contains("0.2.0: image of container manager in deployment"),
+        "{line}"
+    );
+    assert_eq!(before, read_tree(&dir), "no bundle may change");
+
+    push_tag("v0.2.0");
+    let r = ok(all(), "generate --all");
+    // memcached and busybox are used by all three versions: looked up once.
+    for image in [
+        format!("{}:1.6.26-alpine", images.memcached),
+        format!("{}:1.36", images.busybox),
+    ] {
+        let n = r
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with(&format!("resolved {image} to ")))
+            .count();
+        assert_eq!(n, 1, "{image}\n{}", r.stderr);
+    }
+    let (op, _) = served_digest(&format!("{}:v0.1.0", images.operator), None);
+    let v = csv(&dir.join("0.1.0"));
+    assert_eq!(
+        v["metadata"]["annotations"]["containerImage"],
+        format!("{}@{op}", images.operator)
+    );
+    assert_pinned(&dir.join("0.3.0"), &images, None);
+}
