@@ -303,6 +303,8 @@ pub enum GenerateCommand {
   opship -c bundle/opship.yaml generate bundle --version 0.2.0
   # Every release listed in the config, failing if a committed bundle is out of date:
   opship -c bundle/opship.yaml generate bundle --all --check
+  # Images pinned to the digests the registries serve for their tags:
+  opship -c bundle/opship.yaml generate bundle --version 0.3.0 --use-image-digests
   # operator-sdk style, from a kustomize build on stdin:
   kustomize build config/manifests | opship generate bundle --package my-operator \\
       --version 1.2.0 --channels stable --default-channel stable --replaces 1.1.0 \\
@@ -362,6 +364,13 @@ pub struct BundleArgs {
     /// Write nothing; exit 1 and print a diff if the bundle on disk is out of date.
     #[arg(long)]
     pub check: bool,
+    /// Pin every image given by tag to its digest (`repo@sha256:…`), asking the registries
+    /// (default: `useImageDigests` from the config). Multi-arch images keep the index digest.
+    #[arg(long)]
+    pub use_image_digests: bool,
+    /// With --use-image-digests: allow plain HTTP to non-loopback registries.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -78,7 +78,10 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
         })
         .transpose()?;
 
-    let mut drifted = false;
+    let use_digests = args.use_image_digests || project.is_some_and(|p| p.config.use_image_digests);
+    // Every bundle is generated (and pinned) before any is written, so a failure in one
+    // version leaves all of them as they were.
+    let mut bundles: Vec<super::digests::Generated> = Vec::new();
     for version in &versions {
         let semver = bundle::parse_version(version)?;
         let release = project.and_then(|p| p.release(version));
@@ -137,16 +140,24 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
         for w in &generated.warnings {
             tracing::warn!("{w}");
         }
+        bundles.push((version.clone(), out_dir, generated));
+    }
+    if use_digests {
+        super::digests::pin_bundles(&mut bundles, args.insecure)?;
+    }
+
+    let mut drifted = false;
+    for (version, out_dir, generated) in &bundles {
         if args.check {
-            let d = bundle::drift(&generated.files, &out_dir)?;
+            let d = bundle::drift(&generated.files, out_dir)?;
             if d.is_clean() {
                 println!("{}: up to date", out_dir.display());
             } else {
                 drifted = true;
-                print_drift(&out_dir, &d)?;
+                print_drift(out_dir, &d)?;
             }
         } else {
-            bundle::write_atomic(&generated.files, &out_dir)?;
+            bundle::write_atomic(&generated.files, out_dir)?;
             println!(
                 "wrote {} {} ({} files) to {}",
                 package,

@@ -2,6 +2,7 @@
 
 mod build;
 mod chart;
+mod digests;
 mod generate;
 mod init;
 mod registry;

@@ -4,6 +4,7 @@
 mod bad_input;
 mod build;
 mod chart;
+mod digests;
 mod generate;
 mod registry;
 mod validate;

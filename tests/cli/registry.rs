@@ -130,7 +130,7 @@ pub(crate) fn isolated(home: &Path) -> Command {
 }
 
 /// Runs a command with `stdin` as its standard input.
-fn run_stdin(cmd: &mut Command, stdin: &str) -> Run {
+pub(crate) fn run_stdin(cmd: &mut Command, stdin: &str) -> Run {
     let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -151,7 +151,7 @@ fn run_stdin(cmd: &mut Command, stdin: &str) -> Run {
     }
 }
 
-fn ok(r: Run, what: &str) -> Run {
+pub(crate) fn ok(r: Run, what: &str) -> Run {
     assert_eq!(
         r.code, 0,
         "{what}\nstdout:\n{}\nstderr:\n{}",
@@ -160,18 +160,18 @@ fn ok(r: Run, what: &str) -> Run {
     r
 }
 
-fn skopeo() -> Command {
+pub(crate) fn skopeo() -> Command {
     require("skopeo", "skopeo");
     Command::new("skopeo")
 }
 
-fn json(text: &str) -> serde_json::Value {
+pub(crate) fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
 /// Builds `bundle/<version>` into a layout under `tmp` with tag `<version>`; returns
 /// (layout, digest).
-fn build(tmp: &Path, version: &str) -> (PathBuf, String) {
+pub(crate) fn build(tmp: &Path, version: &str) -> (PathBuf, String) {
     let layout = tmp.join("oci");
     let r = ok(
         run(opship()

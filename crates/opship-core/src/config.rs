@@ -59,6 +59,9 @@ pub struct Config {
     /// Per-environment overrides (Helm values files, overlays).
     #[serde(default)]
     pub environments: BTreeMap<String, Environment>,
+    /// `generate bundle` pins images to digests, as with `--use-image-digests`.
+    #[serde(default)]
+    pub use_image_digests: bool,
 }
 
 /// The operator image and how manifests refer to it before release.

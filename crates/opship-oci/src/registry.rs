@@ -766,6 +766,9 @@ fn map_error(host: &str, user: Option<&str>, e: OciDistributionError) -> Error {
     }
 }
 
+// Tag → digest as served, for pinning (a child module: it uses the client's private parts).
+mod digest;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@ mod csv;
 mod images;
 pub mod layout;
 pub mod metadata;
+pub mod pin;
 mod rbac;
 mod webhooks;
 
@@ -68,6 +69,8 @@ pub struct Bundle {
     pub files: Files,
     /// The CSV as generated.
     pub csv: Value,
+    /// Path of the CSV in `files` (`manifests/<package>.clusterserviceversion.yaml`).
+    pub csv_file: String,
     /// The metadata.
     pub metadata: Metadata,
     /// Notes for the user (nothing that stops generation).
@@ -281,10 +284,8 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
     manifests.extend(folded.leftover.iter().cloned());
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
     let csv_file = layout::file_name(&csv_obj, &opts.package);
-    files.insert(
-        format!("manifests/{csv_file}"),
-        yaml::to_string(&csv_value)?.into_bytes(),
-    );
+    let csv_path = format!("manifests/{csv_file}");
+    files.insert(csv_path.clone(), yaml::to_string(&csv_value)?.into_bytes());
     names.insert(csv_file, 1);
     for mut o in manifests {
         layout::check_name(&o)?;
@@ -335,6 +336,7 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
     Ok(Bundle {
         files,
         csv: csv_value,
+        csv_file: csv_path,
         metadata,
         warnings,
     })

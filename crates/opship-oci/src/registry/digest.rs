@@ -1,0 +1,67 @@
+//! The digest a tag stands for, as the registry serves it to every platform: for a multi-arch
+//! image the digest of its image index (or Docker manifest list), never of one platform's
+//! manifest. This is what `generate bundle --use-image-digests` pins, so a pinned bundle runs
+//! on every architecture the tag did.
+
+use oci_client::Reference;
+use opship_core::image::oci::{Digest, media};
+
+use super::Registry;
+use crate::error::{Error, Result};
+
+/// Every manifest kind a tag may point at; the index types keep the registry from choosing a
+/// platform (or refusing with 404 when it cannot convert).
+const ACCEPT_ANY: &[&str] = &[
+    media::OCI_INDEX,
+    media::DOCKER_LIST,
+    media::OCI_MANIFEST,
+    media::DOCKER_MANIFEST,
+];
+
+impl Registry {
+    /// The digest and media type of the manifest `reference` names. The manifest is fetched
+    /// (GET, not HEAD) and the digest is the sha256 of the bytes received, so a registry whose
+    /// `Docker-Content-Digest` disagrees with what it sent is an error rather than a pin to
+    /// something else. A reference with a digest must match it.
+    pub async fn manifest_digest(&self, reference: &Reference) -> Result<(Digest, String)> {
+        self.store_auth().await;
+        let auth = self.auth.to_oci();
+        let auth = &auth;
+        let (body, claimed) = self
+            .retry(move || self.client.pull_manifest_raw(reference, auth, ACCEPT_ANY))
+            .await?;
+        let actual = Digest::of(&body);
+        let expected = reference.digest().unwrap_or(&claimed);
+        if expected.starts_with("sha256:") && expected != actual.as_str() {
+            return Err(Error::DigestMismatch {
+                registry: self.host.clone(),
+                what: format!("manifest {}", reference.whole()),
+                expected: expected.to_owned(),
+                actual: actual.to_string(),
+            });
+        }
+        let value: serde_json::Value =
+            serde_json::from_slice(&body).map_err(|e| Error::Registry {
+                registry: self.host.clone(),
+                status: "an unusable answer".into(),
+                answer: format!("the manifest of {} is not JSON: {e}", reference.whole()),
+            })?;
+        // `mediaType` is optional in OCI manifests and indexes; the shape tells them apart.
+        let media_type = match value.get("mediaType").and_then(|v| v.as_str()) {
+            Some(m) => m.to_owned(),
+            None if value.get("manifests").is_some() => media::OCI_INDEX.to_owned(),
+            None => media::OCI_MANIFEST.to_owned(),
+        };
+        if !ACCEPT_ANY.contains(&media_type.as_str()) {
+            return Err(Error::Registry {
+                registry: self.host.clone(),
+                status: "an unusable answer".into(),
+                answer: format!(
+                    "{} is a {media_type}, not an OCI or Docker v2 image or index",
+                    reference.whole()
+                ),
+            });
+        }
+        Ok((actual, media_type))
+    }
+}
