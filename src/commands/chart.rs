@@ -226,12 +226,12 @@ fn push(args: &ChartPushArgs) -> Result<ExitStatus, CmdError> {
         insecure: registry_args.insecure,
         ..opship_oci::Options::default()
     };
+    let client = opship_oci::Registry::new(&probe, auth, options);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let pushed = rt.block_on(opship_oci::artifact::push_chart(
-        repository, &name, &version, &artifact, auth, &options, args.force,
-    ))?;
+    let pushed =
+        rt.block_on(client.push_chart(repository, &name, &version, &artifact, args.force))?;
     let note = if pushed.unchanged { " (unchanged)" } else { "" };
     println!("{}@{}{note}", pushed.reference, pushed.digest);
     Ok(ExitStatus::Success)

@@ -384,7 +384,9 @@ fn chart_push_with_credentials() {
     let (code, _, stderr) = push("wrong\n");
     assert_eq!(code, 2, "{stderr}");
     assert!(
-        stderr.contains(&reg.addr) && stderr.contains("refused the credentials of user alice"),
+        stderr.contains(&reg.addr)
+            && stderr.contains("refused the credentials of user")
+            && stderr.contains("alice"),
         "{stderr}"
     );
     let (code, stdout, stderr) = push("s3cret\n");

@@ -768,6 +768,8 @@ fn map_error(host: &str, user: Option<&str>, e: OciDistributionError) -> Error {
 
 // Tag → digest as served, for pinning (a child module: it uses the client's private parts).
 mod digest;
+// Helm chart push (a child module for the same reason).
+mod chart;
 
 #[cfg(test)]
 mod tests {
