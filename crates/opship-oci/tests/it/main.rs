@@ -12,6 +12,7 @@ use opship_core::image::oci::Digest;
 use opship_oci::registry::{self, Options, Registry};
 use opship_oci::{Auth, Error};
 
+mod chart;
 mod digest;
 
 /// One canned answer: status, headers, body.
