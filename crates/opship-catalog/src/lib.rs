@@ -1,0 +1,14 @@
+//! opship's file-based catalogs (FBC): the model, loading and writing exactly as opm does,
+//! rendering bundles into `olm.bundle` blobs, validation with opm's rules and more, adding
+//! releases to channels, upgrade graphs, templates and catalog images.
+
+pub mod csvmeta;
+pub mod error;
+pub mod gojson;
+pub mod load;
+pub mod model;
+pub mod render;
+pub mod write;
+
+pub use error::{Error, Result};
+pub use model::Catalog;

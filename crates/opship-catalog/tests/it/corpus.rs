@@ -1,0 +1,117 @@
+//! opship against opm's own output on real data: every corpus bundle rendered, every corpus
+//! catalog re-written, compared byte for byte.
+
+use opship_catalog::render::{self, CsvFormat};
+use opship_catalog::write::{self, Format};
+use opship_catalog::{Catalog, load};
+use rayon::prelude::*;
+
+use super::{corpus_bundles, corpus_dir};
+
+/// `opm render` of each bundle image equals opship's render of the directory with the same
+/// image reference, byte for byte. opm v1.26.5 lists `olm.bundle.object` properties in manifest
+/// file-name order, as opship does, so no difference needs allowing.
+#[test]
+fn bundle_render_matches_opm_for_all_237_bundles() {
+    let bundles = corpus_bundles();
+    let failures: Vec<String> = bundles
+        .par_iter()
+        .filter_map(|dir| {
+            let version = dir.file_name().unwrap().to_string_lossy().into_owned();
+            let op = dir
+                .parent()
+                .unwrap()
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let expected_path = corpus_dir()
+                .join("expected/bundle-render")
+                .join(&op)
+                .join(format!("{version}.json"));
+            let expected = std::fs::read_to_string(&expected_path).unwrap();
+            let image = format!("127.0.0.1:5000/corpus/{op}:{version}");
+            let got = match render::render_dir(dir, &image, CsvFormat::BundleObject) {
+                Ok(b) => {
+                    let cat = Catalog {
+                        bundles: vec![b],
+                        ..Default::default()
+                    };
+                    write::to_string(&cat, Format::Json).unwrap()
+                }
+                Err(e) => return Some(format!("{op}/{version}: {e}")),
+            };
+            if got == expected {
+                None
+            } else {
+                let at = got
+                    .bytes()
+                    .zip(expected.bytes())
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(got.len().min(expected.len()));
+                let lo = at.saturating_sub(200);
+                Some(format!(
+                    "{op}/{version}: differs at byte {at}\n got: {}\nwant: {}",
+                    &got[lo..(at + 200).min(got.len())],
+                    &expected[lo..(at + 200).min(expected.len())]
+                ))
+            }
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} bundles differ:\n{}",
+        failures.len(),
+        bundles.len(),
+        failures.join("\n")
+    );
+}
+
+fn corpus_catalogs() -> Vec<(String, std::path::PathBuf)> {
+    let mut out = Vec::new();
+    for ocp in std::fs::read_dir(corpus_dir().join("catalogs")).unwrap() {
+        let ocp = ocp.unwrap().path();
+        for pkg in std::fs::read_dir(&ocp).unwrap() {
+            let pkg = pkg.unwrap().path();
+            out.push((
+                format!(
+                    "{}-{}",
+                    ocp.file_name().unwrap().to_string_lossy(),
+                    pkg.file_name().unwrap().to_string_lossy()
+                ),
+                pkg,
+            ));
+        }
+    }
+    out.sort();
+    assert_eq!(out.len(), 9, "the corpus has nine catalogs");
+    out
+}
+
+/// `opm render DIR -o json` of each corpus catalog, byte for byte.
+#[test]
+fn catalog_render_matches_opm_byte_for_byte() {
+    for (name, dir) in corpus_catalogs() {
+        let cat = load::load_dir(&dir).unwrap();
+        let got = write::to_string(&cat, Format::Json).unwrap();
+        let expected = std::fs::read_to_string(
+            corpus_dir().join(format!("expected/catalog-render/{name}.json")),
+        )
+        .unwrap();
+        if got != expected {
+            let at = got
+                .bytes()
+                .zip(expected.bytes())
+                .position(|(a, b)| a != b)
+                .unwrap_or(got.len().min(expected.len()));
+            let lo = at.saturating_sub(300);
+            panic!(
+                "{name}: differs at byte {at} (len {} vs {})\n got: {}\nwant: {}",
+                got.len(),
+                expected.len(),
+                &got[lo..(at + 200).min(got.len())],
+                &expected[lo..(at + 200).min(expected.len())]
+            );
+        }
+    }
+}
