@@ -7,7 +7,9 @@ pub mod error;
 pub mod gojson;
 pub mod load;
 pub mod model;
+pub mod reference;
 pub mod render;
+pub mod validate;
 pub mod write;
 
 pub use error::{Error, Result};

@@ -123,9 +123,11 @@ pub fn render_loaded(b: &Loaded, image: &str, format: CsvFormat) -> Result<Bundl
             for item in items {
                 if let Value::Object(m) = item {
                     derived.push(Property::new(
-                        crate::model::field(&m, "type").and_then(Value::as_str)
+                        crate::model::field(&m, "type")
+                            .and_then(Value::as_str)
                             .unwrap_or_default(),
-                        crate::model::field(&m, "value").cloned()
+                        crate::model::field(&m, "value")
+                            .cloned()
                             .unwrap_or(Value::Null),
                     ));
                 }
@@ -391,7 +393,8 @@ pub fn related_images(csv: &Value, image: &str) -> Vec<RelatedImage> {
         for i in items {
             let m = i.as_object().cloned().unwrap_or_else(Map::new);
             let get = |k: &str| {
-                crate::model::field(&m, k).and_then(Value::as_str)
+                crate::model::field(&m, k)
+                    .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_owned()
             };

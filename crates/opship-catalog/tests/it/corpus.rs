@@ -115,3 +115,14 @@ fn catalog_render_matches_opm_byte_for_byte() {
         }
     }
 }
+
+/// The nine real catalogs pass `opm validate`; opship agrees (no error-level finding).
+#[test]
+fn corpus_catalogs_validate() {
+    for (name, dir) in corpus_catalogs() {
+        let cat = load::load_dir(&dir).unwrap();
+        let report = opship_catalog::validate::validate(&cat);
+        assert!(report.passed(), "{name}:\n{}", report.error_tree());
+        eprintln!("{name}: {}", report.warnings_text());
+    }
+}

@@ -43,3 +43,4 @@ pub fn corpus_bundles() -> Vec<PathBuf> {
 }
 
 mod corpus;
+mod validate;
