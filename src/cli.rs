@@ -77,6 +77,9 @@ HTTP only for loopback registries or with --insecure.\n\nExample:\n  opship push
         after_help = "Example:\n  printf '%s' \"$TOKEN\" | opship login quay.io -u robot --password-stdin"
     )]
     Login(LoginArgs),
+    /// File-based catalogs: render, validate, add releases, deprecate, graph, templates, image.
+    #[command(subcommand)]
+    Catalog(CatalogCommand),
 }
 
 /// Options of every registry command.
@@ -368,4 +371,162 @@ mod tests {
         use clap::CommandFactory;
         super::Cli::command().debug_assert();
     }
+}
+
+/// `opship catalog ...`.
+#[derive(Debug, Subcommand)]
+pub enum CatalogCommand {
+    /// Print the FBC of bundle directories, bundle or catalog images, or catalog directories,
+    /// exactly as `opm render` does.
+    #[command(
+        after_help = "Examples:\n  opship catalog render bundle/0.3.0 --image quay.io/example/op-bundle:v0.3.0\n  opship catalog render index --output yaml\n  opship catalog render dist/oci:0.3.0 --image quay.io/example/op-bundle:v0.3.0\n  opship catalog render 127.0.0.1:5000/op-bundle:v0.3.0 --csv-format csv-metadata"
+    )]
+    Render(CatalogRenderArgs),
+    /// Check a catalog directory with opm's rules (and lints opm lacks).
+    #[command(
+        after_help = "Exit 0 when opm would accept the catalog, 1 when not.\n\nExample:\n  opship catalog validate index"
+    )]
+    Validate(CatalogValidateArgs),
+    /// Add a bundle as the new head of channels of its package in a catalog directory.
+    #[command(
+        after_help = "Example:\n  opship catalog add --bundle bundle/0.3.0 --image quay.io/example/op-bundle:v0.3.0 --channel stable,fast --skip-range minor"
+    )]
+    Add(CatalogAddArgs),
+    /// Deprecate a package, channel or bundle (writes `olm.deprecations`).
+    Deprecate(CatalogDeprecateArgs),
+}
+
+/// How the CSV of a rendered bundle is carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CsvFormatArg {
+    /// One `olm.bundle.object` per manifest (OpenShift <= 4.16; opm's default).
+    BundleObject,
+    /// `olm.csv.metadata` instead of bundle objects (OpenShift >= 4.17).
+    CsvMetadata,
+}
+
+/// Catalog text format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CatalogOutput {
+    /// opm's JSON.
+    Json,
+    /// YAML, keys sorted.
+    Yaml,
+}
+
+#[derive(Debug, Args)]
+pub struct CatalogRenderArgs {
+    /// Bundle directories, catalog directories, `LAYOUT:TAG` images or registry references.
+    #[arg(required = true, value_name = "REF")]
+    pub refs: Vec<String>,
+    /// Image reference written into bundles rendered from a directory or layout.
+    #[arg(long, value_name = "REF")]
+    pub image: Option<String>,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = CatalogOutput::Json)]
+    pub output: CatalogOutput,
+    /// How to carry the CSV.
+    #[arg(long, value_enum, default_value_t = CsvFormatArg::BundleObject)]
+    pub csv_format: CsvFormatArg,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// Validation report format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CatalogReport {
+    /// opm's error tree and opship's warnings.
+    Text,
+    /// `{passed, error: {message}, findings: [...]}`.
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct CatalogValidateArgs {
+    /// Catalog directory.
+    pub dir: PathBuf,
+    /// Report format.
+    #[arg(long, short, value_enum, default_value_t = CatalogReport::Text)]
+    pub output: CatalogReport,
+}
+
+/// skipRange policy of a new entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SkipRangeArg {
+    /// No skipRange.
+    None,
+    /// `>=X.Y.0 <X.Y.Z`.
+    Minor,
+    /// `>=X.0.0 <X.Y.Z`.
+    Major,
+    /// `<X.Y.Z`.
+    All,
+}
+
+/// skips policy of a new entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SkipsArg {
+    /// No skips.
+    None,
+    /// Earlier entries of the same major.minor, except the replaced head.
+    SameMinor,
+}
+
+#[derive(Debug, Args)]
+pub struct CatalogAddArgs {
+    /// The bundle: a directory, a `LAYOUT:TAG` image or a registry reference.
+    #[arg(long, value_name = "REF")]
+    pub bundle: String,
+    /// Image reference of the bundle (default: the registry reference given to --bundle).
+    #[arg(long, value_name = "REF")]
+    pub image: Option<String>,
+    /// Channels to add it to, comma-separated (created when missing).
+    #[arg(long, short = 'C', value_delimiter = ',', required = true)]
+    pub channel: Vec<String>,
+    /// Catalog directory; the package lives in `<index>/<package>/`.
+    #[arg(long, default_value = "index")]
+    pub index: PathBuf,
+    /// Make this channel the package's default.
+    #[arg(long, value_name = "CHANNEL")]
+    pub default_channel: Option<String>,
+    /// skipRange of the new entry.
+    #[arg(long, value_enum, default_value_t = SkipRangeArg::None, conflicts_with = "skip_range_value")]
+    pub skip_range: SkipRangeArg,
+    /// A literal skipRange for the new entry.
+    #[arg(long, value_name = "RANGE")]
+    pub skip_range_value: Option<String>,
+    /// skips of the new entry.
+    #[arg(long, value_enum, default_value_t = SkipsArg::None)]
+    pub skips: SkipsArg,
+    /// Replace a bundle of the same version instead of refusing.
+    #[arg(long)]
+    pub replace: bool,
+    /// How to carry the CSV.
+    #[arg(long, value_enum, default_value_t = CsvFormatArg::BundleObject)]
+    pub csv_format: CsvFormatArg,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["bundle", "channel", "whole_package"])))]
+pub struct CatalogDeprecateArgs {
+    /// The package.
+    #[arg(long)]
+    pub package: String,
+    /// Deprecate this bundle (its name).
+    #[arg(long)]
+    pub bundle: Option<String>,
+    /// Deprecate this channel.
+    #[arg(long)]
+    pub channel: Option<String>,
+    /// Deprecate the whole package.
+    #[arg(long)]
+    pub whole_package: bool,
+    /// What users are told.
+    #[arg(long, short)]
+    pub message: String,
+    /// Catalog directory.
+    #[arg(long, default_value = "index")]
+    pub index: PathBuf,
 }

@@ -1,6 +1,7 @@
 //! Dispatch from parsed command lines to the libraries, and the exit status each outcome maps to.
 
 mod build;
+mod catalog;
 mod generate;
 mod init;
 mod registry;
@@ -53,6 +54,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CmdError> {
         Command::Inspect(args) => registry::inspect(&args),
         Command::Tags(args) => registry::tags(&args),
         Command::Login(args) => registry::login(&args),
+        Command::Catalog(cmd) => catalog::run(&cmd),
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod build;
+mod catalog;
 mod generate;
 mod registry;
 mod validate;

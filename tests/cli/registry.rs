@@ -26,15 +26,15 @@ fn which(name: &str) -> bool {
 }
 
 /// A `docker-registry` on 127.0.0.1, killed on drop.
-struct TestRegistry {
+pub(crate) struct TestRegistry {
     child: Child,
     /// `127.0.0.1:PORT`.
-    addr: String,
+    pub(crate) addr: String,
     _dir: tempfile::TempDir,
 }
 
 impl TestRegistry {
-    fn start(htpasswd: Option<(&str, &str)>) -> Self {
+    pub(crate) fn start(htpasswd: Option<(&str, &str)>) -> Self {
         require(REGISTRY_BIN, "docker-registry");
         let dir = tempfile::tempdir().unwrap();
         let port = std::net::TcpListener::bind("127.0.0.1:0")

@@ -2,6 +2,7 @@
 //! rendering bundles into `olm.bundle` blobs, validation with opm's rules and more, adding
 //! releases to channels, upgrade graphs, templates and catalog images.
 
+pub mod add;
 pub mod csvmeta;
 pub mod error;
 pub mod gojson;

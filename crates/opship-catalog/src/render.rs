@@ -434,3 +434,69 @@ pub fn related_images(csv: &Value, image: &str) -> Vec<RelatedImage> {
     out.sort_by(|a, b| a.image.cmp(&b.image));
     out
 }
+
+/// The label that marks a catalog image and names its configs directory.
+pub const CONFIGS_LABEL: &str = "operators.operatorframework.io.index.configs.v1";
+
+/// Renders the image tagged `tag` in the OCI layout `layout` as opm does: a catalog image
+/// (configs label) is unpacked safely and its configs directory loaded; a bundle image
+/// (package label) is rendered with `image` as its reference (default: `shown`).
+pub fn render_image(
+    layout: &Path,
+    tag: &str,
+    shown: &Path,
+    image: Option<&str>,
+    format: CsvFormat,
+) -> Result<crate::Catalog> {
+    use opship_core::image::{layout::Layout, unpack};
+    let img = Layout::new(layout)
+        .read_image(tag)
+        .map_err(|e| Error::Render {
+            path: shown.to_path_buf(),
+            message: e.to_string(),
+        })?;
+    let labels = &img.config.config.labels;
+    if let Some(configs) = labels.get(CONFIGS_LABEL) {
+        let tmp = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))?;
+        let mut un =
+            unpack::DirUnpacker::new(tmp.path(), unpack::Limits::default()).map_err(|e| {
+                Error::Render {
+                    path: shown.to_path_buf(),
+                    message: e.to_string(),
+                }
+            })?;
+        for layer in &img.layers {
+            un.add_layer(layer.as_slice()).map_err(|e| Error::Render {
+                path: shown.to_path_buf(),
+                message: e.to_string(),
+            })?;
+        }
+        un.finish().map_err(|e| Error::Render {
+            path: shown.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let rel = configs.trim_start_matches('/');
+        return crate::load::load_dir(&tmp.path().join(rel));
+    }
+    if labels.contains_key(PACKAGE_ANNOTATION) {
+        let image = image.map_or_else(|| shown.display().to_string(), str::to_owned);
+        let b = render_layout(layout, tag, shown, &image, format)?;
+        return Ok(crate::Catalog {
+            bundles: vec![b],
+            ..Default::default()
+        });
+    }
+    let mut keys: Vec<String> = labels.iter().map(|(k, v)| format!("  {k}={v}")).collect();
+    keys.sort();
+    Err(Error::Render {
+        path: shown.to_path_buf(),
+        message: if keys.is_empty() {
+            "image type could not be determined: image has no labels".into()
+        } else {
+            format!(
+                "image type could not be determined, found labels\n{}",
+                keys.join("\n")
+            )
+        },
+    })
+}

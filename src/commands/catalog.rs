@@ -1,0 +1,237 @@
+//! `opship catalog ...`: argument handling for the file-based catalog library; registry
+//! references are pulled (verified) into a temporary OCI layout first.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use opship_catalog::render::{self, CsvFormat};
+use opship_catalog::write::{self, Format};
+use opship_catalog::{Catalog, add, validate};
+
+use super::{CmdError, ExitStatus};
+use crate::cli::{
+    CatalogAddArgs, CatalogCommand, CatalogDeprecateArgs, CatalogOutput, CatalogRenderArgs,
+    CatalogReport, CatalogValidateArgs, CsvFormatArg, RegistryArgs, SkipRangeArg, SkipsArg,
+};
+
+/// Runs `opship catalog ...`.
+pub fn run(cmd: &CatalogCommand) -> Result<ExitStatus, CmdError> {
+    match cmd {
+        CatalogCommand::Render(a) => render(a),
+        CatalogCommand::Validate(a) => validate(a),
+        CatalogCommand::Add(a) => add(a),
+        CatalogCommand::Deprecate(a) => deprecate(a),
+    }
+}
+
+fn csv_format(f: CsvFormatArg) -> CsvFormat {
+    match f {
+        CsvFormatArg::BundleObject => CsvFormat::BundleObject,
+        CsvFormatArg::CsvMetadata => CsvFormat::CsvMetadata,
+    }
+}
+
+/// Renders one reference: a bundle or catalog directory, a layout image, a registry image.
+fn render_ref(
+    arg: &str,
+    image: Option<&str>,
+    format: CsvFormat,
+    registry: &RegistryArgs,
+) -> Result<Catalog, CmdError> {
+    let path = Path::new(arg);
+    if path.is_dir() {
+        if render::is_bundle_dir(path) {
+            let b = render::render_dir(path, image.unwrap_or_default(), format)?;
+            return Ok(Catalog {
+                bundles: vec![b],
+                ..Default::default()
+            });
+        }
+        return Ok(opship_catalog::load::load_dir(path)?);
+    }
+    if let opship_validate::Source::Layout { layout, tag } = opship_validate::Source::parse(path) {
+        return Ok(render::render_image(&layout, &tag, path, image, format)?);
+    }
+    let text = arg.strip_prefix("docker://").unwrap_or(arg);
+    let reference = opship_oci::registry::parse_reference(text)
+        .map_err(|e| format!("{arg}: not a directory, layout image or image reference: {e}"))?;
+    let tmp = tempfile::tempdir()?;
+    let layout = tmp.path().join("image");
+    pull(&reference, &layout, registry)?;
+    // The image field of a pulled bundle is the reference as given, as opm writes it.
+    Ok(render::render_image(
+        &layout,
+        "image",
+        path,
+        Some(image.unwrap_or(text)),
+        format,
+    )?)
+}
+
+fn pull(
+    reference: &opship_oci::registry::Reference,
+    layout: &Path,
+    args: &RegistryArgs,
+) -> Result<(), CmdError> {
+    let auth = if let (Some(username), true) = (&args.username, args.password_stdin) {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
+        opship_oci::auth::Auth::Basic {
+            username: username.clone(),
+            password: s.trim_end_matches(['\r', '\n']).to_owned(),
+        }
+    } else {
+        opship_oci::auth::lookup(
+            reference.resolve_registry(),
+            &opship_oci::auth::Env::from_process(),
+        )?
+        .auth
+    };
+    let client = opship_oci::registry::Registry::new(
+        reference,
+        auth,
+        opship_oci::registry::Options {
+            insecure: args.insecure,
+            ..opship_oci::registry::Options::default()
+        },
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(client.pull_to_layout(reference, layout, "image"))?;
+    Ok(())
+}
+
+fn render(args: &CatalogRenderArgs) -> Result<ExitStatus, CmdError> {
+    let format = csv_format(args.csv_format);
+    let mut cat = Catalog::default();
+    for r in &args.refs {
+        cat.merge(render_ref(
+            r,
+            args.image.as_deref(),
+            format,
+            &args.registry,
+        )?);
+    }
+    let text = write::to_string(
+        &cat,
+        match args.output {
+            CatalogOutput::Json => Format::Json,
+            CatalogOutput::Yaml => Format::Yaml,
+        },
+    )?;
+    write_stdout(&text)?;
+    Ok(ExitStatus::Success)
+}
+
+fn validate(args: &CatalogValidateArgs) -> Result<ExitStatus, CmdError> {
+    let cat = opship_catalog::load::load_dir(&args.dir)?;
+    let report = validate::validate(&cat);
+    match args.output {
+        CatalogReport::Json => {
+            let mut text = serde_json::to_string_pretty(&report.to_json())?;
+            text.push('\n');
+            write_stdout(&text)?;
+        }
+        CatalogReport::Text => {
+            let warnings = report.warnings_text();
+            if !warnings.is_empty() {
+                eprint!("{warnings}");
+            }
+            if report.passed() {
+                eprintln!("{}: valid", args.dir.display());
+            } else {
+                write_stdout(&format!("{}\n", report.error_tree()))?;
+            }
+        }
+    }
+    Ok(if report.passed() {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
+fn add(args: &CatalogAddArgs) -> Result<ExitStatus, CmdError> {
+    let path = PathBuf::from(&args.bundle);
+    let is_local = path.is_dir()
+        || matches!(
+            opship_validate::Source::parse(&path),
+            opship_validate::Source::Layout { .. }
+        );
+    if is_local && args.image.is_none() {
+        return Err(format!(
+            "{}: a local bundle needs --image REF (the reference clusters will pull it by)",
+            args.bundle
+        )
+        .into());
+    }
+    let cat = render_ref(
+        &args.bundle,
+        args.image.as_deref(),
+        csv_format(args.csv_format),
+        &args.registry,
+    )?;
+    let [bundle] = <[_; 1]>::try_from(cat.bundles).map_err(|_| {
+        format!(
+            "{}: not a bundle (renders to no or several bundles)",
+            args.bundle
+        )
+    })?;
+    let opts = add::AddOptions {
+        channels: args.channel.clone(),
+        default_channel: args.default_channel.clone(),
+        skip_range: match (&args.skip_range_value, args.skip_range) {
+            (Some(r), _) => add::SkipRangePolicy::Custom(r.clone()),
+            (None, SkipRangeArg::None) => add::SkipRangePolicy::None,
+            (None, SkipRangeArg::Minor) => add::SkipRangePolicy::Minor,
+            (None, SkipRangeArg::Major) => add::SkipRangePolicy::Major,
+            (None, SkipRangeArg::All) => add::SkipRangePolicy::All,
+        },
+        skips: match args.skips {
+            SkipsArg::None => add::SkipsPolicy::None,
+            SkipsArg::SameMinor => add::SkipsPolicy::SameMinor,
+        },
+        replace: args.replace,
+    };
+    let name = bundle.name.clone();
+    let out = add::add(&args.index, bundle, &opts)?;
+    let mut msg = String::new();
+    for (ch, e) in &out.entries {
+        msg.push_str(&format!("{ch}: {}", e.name));
+        if !e.replaces.is_empty() {
+            msg.push_str(&format!(" replaces {}", e.replaces));
+        }
+        if !e.skips.is_empty() {
+            msg.push_str(&format!(" skips [{}]", e.skips.join(", ")));
+        }
+        if !e.skip_range.is_empty() {
+            msg.push_str(&format!(" skipRange {:?}", e.skip_range));
+        }
+        msg.push('\n');
+    }
+    if let Some(old) = &out.replaced {
+        msg.push_str(&format!("replaced {old} with {name}\n"));
+    }
+    msg.push_str(&format!("wrote {}\n", out.file.display()));
+    write_stdout(&msg)?;
+    Ok(ExitStatus::Success)
+}
+
+fn deprecate(args: &CatalogDeprecateArgs) -> Result<ExitStatus, CmdError> {
+    let target = match (&args.bundle, &args.channel) {
+        (Some(b), _) => add::Target::Bundle(b.clone()),
+        (None, Some(c)) => add::Target::Channel(c.clone()),
+        (None, None) => add::Target::Package,
+    };
+    let file = add::deprecate(&args.index, &args.package, target, &args.message)?;
+    write_stdout(&format!("wrote {}\n", file.display()))?;
+    Ok(ExitStatus::Success)
+}
+
+fn write_stdout(text: &str) -> Result<(), CmdError> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}

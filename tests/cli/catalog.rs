@@ -1,0 +1,382 @@
+//! `opship catalog`: the release sequence of the sample operator through a real registry
+//! (build, push, add to channels, validate after every step), concurrent adds under the lock,
+//! runs killed mid-write, and render/validate on the corpus through the binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::registry::TestRegistry;
+use crate::{opship, repo, run};
+
+const PKG: &str = "memcached-operator";
+
+fn ok(cmd: &mut Command) -> String {
+    let r = run(cmd);
+    assert_eq!(
+        r.code, 0,
+        "{cmd:?}\nstdout:\n{}\nstderr:\n{}",
+        r.stdout, r.stderr
+    );
+    r.stdout
+}
+
+/// The blobs of a catalog directory as opm's JSON, parsed.
+fn blobs(index: &Path) -> Vec<Value> {
+    let out = ok(opship().args(["catalog", "render", index.to_str().unwrap(), "-o", "json"]));
+    serde_json::Deserializer::from_str(&out)
+        .into_iter::<Value>()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// `channel -> [(entry, replaces, skipRange)]`.
+fn channels(index: &Path) -> std::collections::BTreeMap<String, Vec<(String, String, String)>> {
+    blobs(index)
+        .into_iter()
+        .filter(|b| b["schema"] == "olm.channel")
+        .map(|c| {
+            let entries = c["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| {
+                    let s = |k: &str| e[k].as_str().unwrap_or_default().to_owned();
+                    (s("name"), s("replaces"), s("skipRange"))
+                })
+                .collect();
+            (c["name"].as_str().unwrap().to_owned(), entries)
+        })
+        .collect()
+}
+
+fn e(name: &str, replaces: &str, skip_range: &str) -> (String, String, String) {
+    (name.into(), replaces.into(), skip_range.into())
+}
+
+fn validate(index: &Path) {
+    ok(opship().args(["catalog", "validate", index.to_str().unwrap()]));
+}
+
+/// Builds the three sample bundles into a layout and pushes them; returns the references.
+fn push_sample(reg: &TestRegistry, tmp: &Path) -> Vec<String> {
+    let layout = tmp.join("oci");
+    let mut refs = Vec::new();
+    for v in ["0.1.0", "0.2.0", "0.3.0"] {
+        let dir = repo().join("bundle").join(v);
+        ok(opship().args([
+            "build",
+            dir.to_str().unwrap(),
+            "--layout",
+            layout.to_str().unwrap(),
+        ]));
+        let r = format!("{}/memcached-operator-bundle:v{v}", reg.addr);
+        ok(opship().args(["push", &format!("{}:{v}", layout.display()), &r]));
+        refs.push(r);
+    }
+    refs
+}
+
+#[test]
+fn release_sequence_through_a_registry() {
+    let reg = TestRegistry::start(None);
+    let tmp = tempfile::tempdir().unwrap();
+    let refs = push_sample(&reg, tmp.path());
+    let index = tmp.path().join("index");
+    let names: Vec<String> = ["0.1.0", "0.2.0", "0.3.0"]
+        .iter()
+        .map(|v| format!("{PKG}.v{v}"))
+        .collect();
+    for (i, r) in refs.iter().enumerate() {
+        let out = ok(opship().args([
+            "catalog",
+            "add",
+            "--bundle",
+            r,
+            "--channel",
+            "stable,fast",
+            "--skip-range",
+            "minor",
+            "--index",
+            index.to_str().unwrap(),
+        ]));
+        assert!(out.contains("wrote"), "{out}");
+        validate(&index);
+        // The bundle is rendered from the pushed image; its image is the reference.
+        let bundle = blobs(&index)
+            .into_iter()
+            .find(|b| b["schema"] == "olm.bundle" && b["name"] == names[i].as_str())
+            .unwrap();
+        assert_eq!(bundle["image"], r.as_str());
+        let expected: Vec<_> = (0..=i)
+            .map(|j| e(&names[j], if j == 0 { "" } else { &names[j - 1] }, ""))
+            .collect();
+        let ch = channels(&index);
+        assert_eq!(ch.keys().collect::<Vec<_>>(), ["fast", "stable"]);
+        assert_eq!(ch["stable"], expected, "after {}", names[i]);
+        assert_eq!(ch["fast"], expected);
+    }
+    // The same version again is refused and changes nothing.
+    let before = std::fs::read(index.join(PKG).join("catalog.yaml")).unwrap();
+    let r = run(opship().args([
+        "catalog",
+        "add",
+        "--bundle",
+        &refs[1],
+        "--channel",
+        "stable",
+        "--index",
+        index.to_str().unwrap(),
+    ]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("already has version 0.2.0"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        before,
+        std::fs::read(index.join(PKG).join("catalog.yaml")).unwrap()
+    );
+
+    // Deprecating a bundle writes olm.deprecations and stays valid.
+    ok(opship().args([
+        "catalog",
+        "deprecate",
+        "--package",
+        PKG,
+        "--bundle",
+        &names[0],
+        "--message",
+        "0.1.0 has a data-loss bug; upgrade",
+        "--index",
+        index.to_str().unwrap(),
+    ]));
+    validate(&index);
+    let dep = blobs(&index)
+        .into_iter()
+        .find(|b| b["schema"] == "olm.deprecations")
+        .unwrap();
+    assert_eq!(dep["entries"][0]["reference"]["name"], names[0].as_str());
+    // Deprecating something that does not exist is refused before writing.
+    let r = run(opship().args([
+        "catalog",
+        "deprecate",
+        "--package",
+        PKG,
+        "--channel",
+        "nope",
+        "--message",
+        "x",
+        "--index",
+        index.to_str().unwrap(),
+    ]));
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("cannot deprecate channel \"nope\": channel not found"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// A catalog with the sample's 0.1.0 in `stable`, from the local bundle directory.
+fn seeded_index(tmp: &Path) -> PathBuf {
+    let index = tmp.join("index");
+    ok(opship().args([
+        "catalog",
+        "add",
+        "--bundle",
+        repo().join("bundle/0.1.0").to_str().unwrap(),
+        "--image",
+        "quay.io/example/memcached-operator-bundle:v0.1.0",
+        "--channel",
+        "stable",
+        "--index",
+        index.to_str().unwrap(),
+    ]));
+    index
+}
+
+fn add_cmd(index: &Path, version: &str, channel: &str, replace: bool) -> Command {
+    let mut c = opship();
+    c.args([
+        "catalog",
+        "add",
+        "--bundle",
+        repo().join("bundle").join(version).to_str().unwrap(),
+        "--image",
+        &format!("quay.io/example/memcached-operator-bundle:v{version}"),
+        "--channel",
+        channel,
+        "--index",
+        index.to_str().unwrap(),
+    ]);
+    if replace {
+        c.arg("--replace");
+    }
+    c
+}
+
+#[test]
+fn concurrent_adds_all_land() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index = seeded_index(tmp.path());
+    // Two releases into two new channels at once.
+    let mut a = add_cmd(&index, "0.2.0", "alpha", false)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut b = add_cmd(&index, "0.3.0", "beta", false)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(a.wait().unwrap().success() && b.wait().unwrap().success());
+    // Six writers of the same bundle into six channels.
+    let mut children: Vec<_> = (1..=6)
+        .map(|i| {
+            add_cmd(&index, "0.3.0", &format!("c{i}"), true)
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in &mut children {
+        assert!(c.wait().unwrap().success());
+    }
+    validate(&index);
+    let ch = channels(&index);
+    assert_eq!(
+        ch.keys().map(String::as_str).collect::<Vec<_>>(),
+        [
+            "alpha", "beta", "c1", "c2", "c3", "c4", "c5", "c6", "stable"
+        ]
+    );
+    assert_eq!(ch["alpha"], [e(&format!("{PKG}.v0.2.0"), "", "")]);
+    let bundles: Vec<String> = blobs(&index)
+        .into_iter()
+        .filter(|b| b["schema"] == "olm.bundle")
+        .map(|b| b["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        bundles,
+        [
+            format!("{PKG}.v0.1.0"),
+            format!("{PKG}.v0.2.0"),
+            format!("{PKG}.v0.3.0")
+        ]
+    );
+}
+
+#[test]
+fn a_killed_add_leaves_the_previous_catalog() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index = seeded_index(tmp.path());
+    let file = index.join(PKG).join("catalog.yaml");
+    let before = std::fs::read(&file).unwrap();
+    let mut after = None;
+    // Kill at increasing delays: before, during and after the write.
+    for delay_ms in [0u64, 2, 5, 10, 20, 40, 80, 160] {
+        let mut child = add_cmd(&index, "0.2.0", "stable", true)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        let now = std::fs::read(&file).unwrap();
+        if status.success() {
+            after.get_or_insert_with(|| now.clone());
+        }
+        // Always exactly the old or the complete new catalog.
+        assert!(
+            now == before || after.as_ref().is_none_or(|a| *a == now) && now.len() > before.len(),
+            "partial catalog after a kill at {delay_ms} ms"
+        );
+        let text = String::from_utf8(now).unwrap();
+        let cat = opship_catalog_check(&text);
+        assert!(cat, "catalog does not parse after a kill at {delay_ms} ms");
+    }
+    // A later run removes what a killed one left behind and succeeds.
+    ok(&mut add_cmd(&index, "0.2.0", "stable", true));
+    validate(&index);
+    let leftovers: Vec<_> = std::fs::read_dir(index.join(PKG))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(leftovers, ["catalog.yaml"]);
+}
+
+/// Whether the text is a catalog opship (and so opm) can load: every document has a schema.
+fn opship_catalog_check(text: &str) -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("c.yaml"), text).unwrap();
+    run(opship().args(["catalog", "validate", dir.path().to_str().unwrap()])).code == 0
+}
+
+#[test]
+fn render_and_validate_corpus_through_the_binary() {
+    let corpus = std::env::var("OPSHIP_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            let sibling = repo().join("../shared/corpus");
+            if sibling.is_dir() {
+                sibling
+            } else {
+                PathBuf::from("/work/shared/corpus")
+            }
+        });
+    let out = ok(opship().args([
+        "catalog",
+        "render",
+        corpus.join("bundles/keda/1.4.1").to_str().unwrap(),
+        "--image",
+        "127.0.0.1:5000/corpus/keda:1.4.1",
+    ]));
+    assert_eq!(
+        out,
+        std::fs::read_to_string(corpus.join("expected/bundle-render/keda/1.4.1.json")).unwrap()
+    );
+    let dir = corpus.join("catalogs/v4.16/shipwright-operator");
+    let out = ok(opship().args([
+        "catalog",
+        "render",
+        dir.to_str().unwrap(),
+        "--output",
+        "json",
+    ]));
+    assert_eq!(
+        out,
+        std::fs::read_to_string(
+            corpus.join("expected/catalog-render/v4.16-shipwright-operator.json")
+        )
+        .unwrap()
+    );
+    let r = run(opship().args([
+        "catalog",
+        "validate",
+        dir.to_str().unwrap(),
+        "--output",
+        "json",
+    ]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["passed"], true);
+}
+
+#[test]
+fn bad_input_is_an_error_naming_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("broken.yaml"),
+        "schema: olm.package\nname: [unclosed\n",
+    )
+    .unwrap();
+    let r = run(opship().args(["catalog", "validate", tmp.path().to_str().unwrap()]));
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("broken.yaml:"), "{}", r.stderr);
+    let r = run(opship().args(["catalog", "render", "/nonexistent/dir"]));
+    assert_eq!(r.code, 2);
+}
