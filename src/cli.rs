@@ -394,6 +394,21 @@ pub enum CatalogCommand {
     Add(CatalogAddArgs),
     /// Deprecate a package, channel or bundle (writes `olm.deprecations`).
     Deprecate(CatalogDeprecateArgs),
+    /// Draw the upgrade graph of each package and channel.
+    #[command(after_help = "Example:\n  opship catalog graph index --format mermaid > graph.mmd")]
+    Graph(CatalogGraphArgs),
+    /// Render a catalog template (opm's `basic` or `semver`).
+    #[command(
+        after_help = "Examples:\n  opship catalog template basic catalog-templates/v4.16.yaml -o yaml\n  opship catalog template semver semver.yaml"
+    )]
+    Template(CatalogTemplateArgs),
+    /// Build the catalog image (FROM scratch, /configs, configs label) into an OCI layout.
+    #[command(
+        after_help = "Prints `TAG DIGEST`.\n\nExample:\n  opship catalog build index --layout dist/catalog-oci --tag v4.17\n  opship push dist/catalog-oci:v4.17 quay.io/example/catalog:v4.17"
+    )]
+    Build(CatalogBuildArgs),
+    /// Write `<dir>.Dockerfile` next to a catalog directory, as `opm generate dockerfile`.
+    Dockerfile(CatalogDockerfileArgs),
 }
 
 /// How the CSV of a rendered bundle is carried.
@@ -529,4 +544,98 @@ pub struct CatalogDeprecateArgs {
     /// Catalog directory.
     #[arg(long, default_value = "index")]
     pub index: PathBuf,
+}
+
+/// Graph format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GraphFormat {
+    /// Mermaid (opm's `alpha render-graph`).
+    Mermaid,
+    /// Graphviz dot.
+    Dot,
+}
+
+#[derive(Debug, Args)]
+pub struct CatalogGraphArgs {
+    /// Catalog directory (or any reference `catalog render` takes).
+    #[arg(value_name = "REF")]
+    pub dir: String,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = GraphFormat::Mermaid)]
+    pub format: GraphFormat,
+    /// Only this package.
+    #[arg(long, short)]
+    pub package: Option<String>,
+    /// Mark skipped entries, whose edges OLM v0 ignores.
+    #[arg(long)]
+    pub draw_v0_semantics: bool,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// Template type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TemplateKind {
+    /// `olm.template.basic` or a plain FBC stream with image-only bundles.
+    Basic,
+    /// `olm.semver`.
+    Semver,
+}
+
+#[derive(Debug, Args)]
+pub struct CatalogTemplateArgs {
+    /// Template type.
+    #[arg(value_enum)]
+    pub kind: TemplateKind,
+    /// Template file (`-` for standard input).
+    pub file: PathBuf,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = CatalogOutput::Json)]
+    pub output: CatalogOutput,
+    /// How to carry the CSV of rendered bundles.
+    #[arg(long, value_enum, default_value_t = CsvFormatArg::BundleObject)]
+    pub csv_format: CsvFormatArg,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CatalogBuildArgs {
+    /// Catalog directory.
+    pub dir: PathBuf,
+    /// OCI layout to write into.
+    #[arg(long, default_value = "dist/catalog-oci")]
+    pub layout: PathBuf,
+    /// Tag in the layout.
+    #[arg(long, default_value = "latest")]
+    pub tag: String,
+    /// Extra label `key=value` (repeatable).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub label: Vec<String>,
+    /// Manifest media types.
+    #[arg(long, value_enum, default_value_t = ImageFormat::Oci)]
+    pub format: ImageFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct CatalogDockerfileArgs {
+    /// Catalog directory.
+    pub dir: PathBuf,
+    /// Final stage image (`scratch` for a binary-less catalog).
+    #[arg(
+        long,
+        short = 'i',
+        default_value = "quay.io/operator-framework/opm:latest"
+    )]
+    pub base_image: String,
+    /// Builder stage image (must contain /bin/opm).
+    #[arg(
+        long,
+        short = 'b',
+        default_value = "quay.io/operator-framework/opm:latest"
+    )]
+    pub builder_image: String,
+    /// Extra label `key=value` (repeatable).
+    #[arg(long, short = 'l', value_name = "KEY=VALUE")]
+    pub extra_labels: Vec<String>,
 }

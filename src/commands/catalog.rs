@@ -10,8 +10,10 @@ use opship_catalog::{Catalog, add, validate};
 
 use super::{CmdError, ExitStatus};
 use crate::cli::{
-    CatalogAddArgs, CatalogCommand, CatalogDeprecateArgs, CatalogOutput, CatalogRenderArgs,
-    CatalogReport, CatalogValidateArgs, CsvFormatArg, RegistryArgs, SkipRangeArg, SkipsArg,
+    CatalogAddArgs, CatalogBuildArgs, CatalogCommand, CatalogDeprecateArgs, CatalogDockerfileArgs,
+    CatalogGraphArgs, CatalogOutput, CatalogRenderArgs, CatalogReport, CatalogTemplateArgs,
+    CatalogValidateArgs, CsvFormatArg, GraphFormat, ImageFormat, RegistryArgs, SkipRangeArg,
+    SkipsArg, TemplateKind,
 };
 
 /// Runs `opship catalog ...`.
@@ -21,6 +23,10 @@ pub fn run(cmd: &CatalogCommand) -> Result<ExitStatus, CmdError> {
         CatalogCommand::Validate(a) => validate(a),
         CatalogCommand::Add(a) => add(a),
         CatalogCommand::Deprecate(a) => deprecate(a),
+        CatalogCommand::Graph(a) => graph(a),
+        CatalogCommand::Template(a) => template(a),
+        CatalogCommand::Build(a) => build(a),
+        CatalogCommand::Dockerfile(a) => dockerfile(a),
     }
 }
 
@@ -226,6 +232,99 @@ fn deprecate(args: &CatalogDeprecateArgs) -> Result<ExitStatus, CmdError> {
     };
     let file = add::deprecate(&args.index, &args.package, target, &args.message)?;
     write_stdout(&format!("wrote {}\n", file.display()))?;
+    Ok(ExitStatus::Success)
+}
+
+fn graph(args: &CatalogGraphArgs) -> Result<ExitStatus, CmdError> {
+    let cat = render_ref(&args.dir, None, CsvFormat::BundleObject, &args.registry)?;
+    let opts = opship_catalog::graph::GraphOptions {
+        package: args.package.clone(),
+        v0_semantics: args.draw_v0_semantics,
+    };
+    if let Some(p) = &args.package
+        && !cat.package_names().contains(p)
+    {
+        return Err(format!("{}: no package {p}", args.dir).into());
+    }
+    write_stdout(&match args.format {
+        GraphFormat::Mermaid => opship_catalog::graph::mermaid(&cat, &opts),
+        GraphFormat::Dot => opship_catalog::graph::dot(&cat, &opts),
+    })?;
+    Ok(ExitStatus::Success)
+}
+
+fn template(args: &CatalogTemplateArgs) -> Result<ExitStatus, CmdError> {
+    let text = if args.file == Path::new("-") {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
+        s
+    } else {
+        std::fs::read_to_string(&args.file).map_err(|e| format!("{}: {e}", args.file.display()))?
+    };
+    let format = csv_format(args.csv_format);
+    let renderer = |image: &str| -> opship_catalog::Result<opship_catalog::model::Bundle> {
+        let cat = render_ref(image, Some(image), format, &args.registry)
+            .map_err(|e| opship_catalog::Error::Usage(format!("render {image}: {e}")))?;
+        <[_; 1]>::try_from(cat.bundles).map(|[b]| b).map_err(|_| {
+            opship_catalog::Error::Usage(format!("{image}: does not render to exactly one bundle"))
+        })
+    };
+    let cat = match args.kind {
+        TemplateKind::Basic => opship_catalog::template::basic(&text, &args.file, &renderer)?,
+        TemplateKind::Semver => opship_catalog::template::semver(&text, &args.file, &renderer)?,
+    };
+    let text = write::to_string(
+        &cat,
+        match args.output {
+            CatalogOutput::Json => Format::Json,
+            CatalogOutput::Yaml => Format::Yaml,
+        },
+    )?;
+    write_stdout(&text)?;
+    Ok(ExitStatus::Success)
+}
+
+fn labels(list: &[String]) -> Result<std::collections::BTreeMap<String, String>, CmdError> {
+    list.iter()
+        .map(|l| {
+            l.split_once('=')
+                .filter(|(k, _)| !k.is_empty())
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .ok_or_else(|| format!("label `{l}`: expected KEY=VALUE").into())
+        })
+        .collect()
+}
+
+fn build(args: &CatalogBuildArgs) -> Result<ExitStatus, CmdError> {
+    let epoch = match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(v) if !v.is_empty() => v
+            .parse::<u64>()
+            .map_err(|_| format!("SOURCE_DATE_EPOCH `{v}` is not a number of seconds"))?,
+        _ => 0,
+    };
+    let opts = opship_catalog::build::BuildOptions {
+        epoch,
+        labels: labels(&args.label)?,
+        format: match args.format {
+            ImageFormat::Oci => opship_core::image::oci::Format::Oci,
+            ImageFormat::Docker => opship_core::image::oci::Format::Docker,
+        },
+        architecture: String::new(),
+    };
+    let image =
+        opship_catalog::build::build_into_layout(&args.dir, &args.layout, &args.tag, &opts)?;
+    write_stdout(&format!("{} {}\n", args.tag, image.digest()))?;
+    Ok(ExitStatus::Success)
+}
+
+fn dockerfile(args: &CatalogDockerfileArgs) -> Result<ExitStatus, CmdError> {
+    let opts = opship_catalog::build::DockerfileOptions {
+        base_image: args.base_image.clone(),
+        builder_image: args.builder_image.clone(),
+        labels: labels(&args.extra_labels)?,
+    };
+    let path = opship_catalog::build::write_dockerfile(&args.dir, &opts)?;
+    write_stdout(&format!("wrote {}\n", path.display()))?;
     Ok(ExitStatus::Success)
 }
 

@@ -380,3 +380,164 @@ fn bad_input_is_an_error_naming_the_file() {
     let r = run(opship().args(["catalog", "render", "/nonexistent/dir"]));
     assert_eq!(r.code, 2);
 }
+
+fn tool(name: &str) -> Command {
+    let ok = Command::new(name)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "`{name}` is not installed: `apt-get install -y skopeo umoci` (scripts/test does this)"
+    );
+    Command::new(name)
+}
+
+#[test]
+fn catalog_image_is_read_back_by_skopeo_umoci_and_render() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index = seeded_index(tmp.path());
+    ok(&mut add_cmd(&index, "0.2.0", "stable", false));
+    let layout = tmp.path().join("oci");
+    let l = layout.to_str().unwrap();
+    let out = ok(opship().args([
+        "catalog",
+        "build",
+        index.to_str().unwrap(),
+        "--layout",
+        l,
+        "--tag",
+        "v1",
+        "--label",
+        "org.opencontainers.image.source=https://example.com/op",
+    ]));
+    let (tag, digest) = out.trim().split_once(' ').unwrap();
+    assert_eq!(tag, "v1");
+    // Reproducible: the same catalog gives the same digest.
+    let again = ok(opship().args([
+        "catalog",
+        "build",
+        index.to_str().unwrap(),
+        "--layout",
+        l,
+        "--tag",
+        "v1b",
+    ]));
+    let again_no_label = again.trim().split_once(' ').unwrap().1.to_owned();
+    let third = ok(opship().args([
+        "catalog",
+        "build",
+        index.to_str().unwrap(),
+        "--layout",
+        l,
+        "--tag",
+        "v1c",
+    ]));
+    assert_eq!(third.trim().split_once(' ').unwrap().1, again_no_label);
+
+    let inspect: Value =
+        serde_json::from_str(&ok(tool("skopeo").args(["inspect", &format!("oci:{l}:v1")])))
+            .unwrap();
+    assert_eq!(inspect["Digest"], digest);
+    assert_eq!(
+        inspect["Labels"]["operators.operatorframework.io.index.configs.v1"],
+        "/configs"
+    );
+    assert_eq!(
+        inspect["Labels"]["org.opencontainers.image.source"],
+        "https://example.com/op"
+    );
+
+    let unpacked = tmp.path().join("unpacked");
+    ok(tool("umoci").args([
+        "unpack",
+        "--rootless",
+        "--image",
+        &format!("{l}:v1"),
+        unpacked.to_str().unwrap(),
+    ]));
+    assert_eq!(
+        crate::read_tree(&unpacked.join("rootfs/configs")),
+        crate::read_tree(&index),
+        "/configs of the image differs from the catalog directory"
+    );
+    // opship renders the image (recognised by its configs label) like the directory.
+    assert_eq!(
+        ok(opship().args(["catalog", "render", &format!("oci:{l}:v1")])),
+        ok(opship().args(["catalog", "render", index.to_str().unwrap()]))
+    );
+    // An invalid catalog is refused.
+    let bad = tmp.path().join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    std::fs::write(
+        bad.join("c.yaml"),
+        "schema: olm.package\nname: x\ndefaultChannel: nope\n",
+    )
+    .unwrap();
+    let r = run(opship().args(["catalog", "build", bad.to_str().unwrap(), "--layout", l]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("no image built"), "{}", r.stderr);
+}
+
+#[test]
+fn dockerfile_graph_and_template_through_the_binary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index = seeded_index(tmp.path());
+    ok(&mut add_cmd(&index, "0.2.0", "stable", false));
+    let out = ok(opship().args([
+        "catalog",
+        "dockerfile",
+        index.to_str().unwrap(),
+        "-i",
+        "scratch",
+        "-l",
+        "a=b",
+    ]));
+    assert!(out.contains("index.Dockerfile"), "{out}");
+    let df = std::fs::read_to_string(tmp.path().join("index.Dockerfile")).unwrap();
+    assert!(
+        df.contains("ADD index /configs\n")
+            && df.contains("\nFROM scratch\n")
+            && !df.contains("ENTRYPOINT"),
+        "{df}"
+    );
+    assert!(
+        df.contains("LABEL operators.operatorframework.io.index.configs.v1=/configs\n")
+            && df.contains("LABEL \"a\"=\"b\"\n"),
+        "{df}"
+    );
+    let r = run(opship().args(["catalog", "dockerfile", index.to_str().unwrap()]));
+    assert_eq!(r.code, 2, "an existing Dockerfile is not overwritten");
+
+    let mermaid = ok(opship().args(["catalog", "graph", index.to_str().unwrap()]));
+    assert!(mermaid.contains(&format!(
+        "      {PKG}-stable-{PKG}.v0.1.0[\"{PKG}.v0.1.0\"]-- replace --> {PKG}-stable-{PKG}.v0.2.0[\"{PKG}.v0.2.0\"]\n"
+    )), "{mermaid}");
+    let dot = ok(opship().args([
+        "catalog",
+        "graph",
+        index.to_str().unwrap(),
+        "--format",
+        "dot",
+    ]));
+    assert!(dot.starts_with("digraph catalog {"), "{dot}");
+
+    // A basic template naming the sample's bundle directories renders to the same bundles.
+    let t = tmp.path().join("basic.yaml");
+    std::fs::write(&t, format!(
+        "schema: olm.template.basic\nentries:\n- schema: olm.package\n  name: {PKG}\n  defaultChannel: stable\n- schema: olm.channel\n  name: stable\n  package: {PKG}\n  entries:\n  - name: {PKG}.v0.1.0\n- schema: olm.bundle\n  image: {}\n",
+        repo().join("bundle/0.1.0").display()
+    )).unwrap();
+    let out = ok(opship().args([
+        "catalog",
+        "template",
+        "basic",
+        t.to_str().unwrap(),
+        "-o",
+        "yaml",
+    ]));
+    assert!(
+        out.contains("schema: olm.bundle\n") && out.contains(&format!("name: {PKG}.v0.1.0\n")),
+        "{out}"
+    );
+}

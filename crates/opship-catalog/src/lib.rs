@@ -3,13 +3,16 @@
 //! releases to channels, upgrade graphs, templates and catalog images.
 
 pub mod add;
+pub mod build;
 pub mod csvmeta;
 pub mod error;
 pub mod gojson;
+pub mod graph;
 pub mod load;
 pub mod model;
 pub mod reference;
 pub mod render;
+pub mod template;
 pub mod validate;
 pub mod write;
 

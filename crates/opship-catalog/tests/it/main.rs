@@ -43,4 +43,6 @@ pub fn corpus_bundles() -> Vec<PathBuf> {
 }
 
 mod corpus;
+mod graph;
+mod template;
 mod validate;
