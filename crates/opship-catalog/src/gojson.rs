@@ -87,7 +87,8 @@ pub fn write(out: &mut String, value: &Value, style: Style, depth: usize) {
     }
 }
 
-fn newline(out: &mut String, style: Style, depth: usize) {
+/// A line break and the indentation of `depth` (nothing in compact style).
+pub fn newline(out: &mut String, style: Style, depth: usize) {
     if let Some(indent) = style.indent {
         out.push('\n');
         for _ in 0..depth {

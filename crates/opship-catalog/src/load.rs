@@ -232,8 +232,16 @@ pub fn load_file(path: &Path) -> Result<Catalog> {
 /// Parses catalog text; `path` names it in errors.
 pub fn load_text(text: &str, path: &Path) -> Result<Catalog> {
     let mut cat = Catalog::default();
-    for (blob, origin) in blobs(text, path)? {
+    for (blob, origin, escaped) in raw_blobs(text, path)? {
+        let bundles = cat.bundles.len();
         model::add_blob(&mut cat, blob, Some(origin))?;
+        if escaped && cat.bundles.len() > bundles {
+            // JSON written by opm keeps `\u003c` in the values it built itself; keep it too.
+            for p in &mut cat.bundles.last_mut().expect("just added").properties {
+                p.html_escaped = gojson::to_string(&p.value, gojson::MARSHAL)
+                    != gojson::to_string(&p.value, gojson::COMPACT);
+            }
+        }
     }
     Ok(cat)
 }
@@ -242,6 +250,14 @@ pub fn load_text(text: &str, path: &Path) -> Result<Catalog> {
 /// non-blank character is `{` is JSON (key order kept), anything else YAML (converted to JSON
 /// with sorted keys, as `sigs.k8s.io/yaml` does).
 pub fn blobs(text: &str, path: &Path) -> Result<Vec<(Value, Origin)>> {
+    Ok(raw_blobs(text, path)?
+        .into_iter()
+        .map(|(v, o, _)| (v, o))
+        .collect())
+}
+
+/// [`blobs`], with whether the blob's JSON text escapes `<`, `>` or `&` as Go does.
+fn raw_blobs(text: &str, path: &Path) -> Result<Vec<(Value, Origin, bool)>> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let file: Arc<Path> = Arc::from(path);
     if text.trim_start().starts_with('{') {
@@ -253,7 +269,11 @@ pub fn blobs(text: &str, path: &Path) -> Result<Vec<(Value, Origin)>> {
                 None => break,
                 Some(Ok(v)) => {
                     let skipped = text[start..].len() - text[start..].trim_start().len();
-                    out.push((v, origin_at(&file, text, start + skipped)));
+                    let raw = &text[start..stream.byte_offset()];
+                    let escaped = ["\\u003c", "\\u003e", "\\u0026"]
+                        .iter()
+                        .any(|e| raw.contains(e));
+                    out.push((v, origin_at(&file, text, start + skipped), escaped));
                 }
                 Some(Err(e)) => {
                     return Err(Error::parse(
@@ -270,7 +290,7 @@ pub fn blobs(text: &str, path: &Path) -> Result<Vec<(Value, Origin)>> {
             .into_iter()
             .map(|d| {
                 let origin = d.origin("");
-                (gojson::sorted(&d.value), origin)
+                (gojson::sorted(&d.value), origin, false)
             })
             .collect())
     }

@@ -170,15 +170,25 @@ pub struct Property {
     pub typ: String,
     /// The value.
     pub value: Value,
+    /// The value's text has `<`, `>` and `&` escaped (`\u003c`...), as in JSON catalogs
+    /// written by Go's `json.Marshal`; opm's writer copies such raw text unchanged.
+    pub html_escaped: bool,
 }
 
 impl Property {
-    /// A property.
+    /// A property whose value is written as it is.
     pub fn new(typ: impl Into<String>, value: Value) -> Self {
         Property {
             typ: typ.into(),
             value,
+            html_escaped: false,
         }
+    }
+
+    /// A property whose value opm builds itself (its `property` package encodes without HTML
+    /// escaping, so this is [`Property::new`] under a name that says where it comes from).
+    pub fn built(typ: impl Into<String>, value: Value) -> Self {
+        Property::new(typ, value)
     }
 }
 
@@ -375,6 +385,7 @@ impl Ctx<'_> {
                         Err(e) => return Some(Err(e)),
                     },
                     value: field(m, "value").cloned().unwrap_or(Value::Null),
+                    html_escaped: false,
                 })),
                 Err(e) => Some(Err(e)),
             })

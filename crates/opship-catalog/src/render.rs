@@ -113,7 +113,7 @@ pub fn render_loaded(b: &Loaded, image: &str, format: CsvFormat) -> Result<Bundl
 
     // bundle.Properties: properties.yaml, then the derived ones (package, olm.properties
     // annotation, provided GVKs), each list de-duplicated.
-    let mut derived = vec![Property::new(
+    let mut derived = vec![Property::built(
         "olm.package",
         json!({"packageName": package, "version": version}),
     )];
@@ -182,7 +182,7 @@ pub fn render_loaded(b: &Loaded, image: &str, format: CsvFormat) -> Result<Bundl
                 {
                     v["release"] = r.into();
                 }
-                package_prop = Some(Property::new("olm.package", v));
+                package_prop = Some(Property::built("olm.package", v));
             }
             _ => others.push(p),
         }
@@ -200,7 +200,7 @@ pub fn render_loaded(b: &Loaded, image: &str, format: CsvFormat) -> Result<Bundl
                 "olm.gvk" => {
                     required_gvks.insert(gvk_of(&value));
                 }
-                "olm.package" => package_required.push(Property::new(
+                "olm.package" => package_required.push(Property::built(
                     "olm.package.required",
                     json!({
                         "packageName": value.get("packageName").and_then(Value::as_str).unwrap_or_default(),
@@ -215,7 +215,7 @@ pub fn render_loaded(b: &Loaded, image: &str, format: CsvFormat) -> Result<Bundl
     required_gvks.extend(required);
 
     let mut props = vec![package_prop.unwrap_or_else(|| {
-        Property::new(
+        Property::built(
             "olm.package",
             json!({"packageName": package, "version": version}),
         )
@@ -231,20 +231,27 @@ pub fn render_loaded(b: &Loaded, image: &str, format: CsvFormat) -> Result<Bundl
     );
     props.extend(package_required);
     props.extend(others);
-    props.sort_by_cached_key(|p| (p.typ.clone(), gojson::to_string(&p.value, gojson::MARSHAL)));
+    props.sort_by_cached_key(|p| {
+        let style = if p.html_escaped {
+            gojson::MARSHAL
+        } else {
+            gojson::COMPACT
+        };
+        (p.typ.clone(), gojson::to_string(&p.value, style))
+    });
 
     match format {
         CsvFormat::BundleObject => {
             for o in &objects {
                 let data = gojson::to_string(&gojson::sorted(o), gojson::MARSHAL);
-                props.push(Property::new(
+                props.push(Property::built(
                     "olm.bundle.object",
                     json!({"data": base64::engine::general_purpose::STANDARD.encode(data)}),
                 ));
             }
         }
         CsvFormat::CsvMetadata => {
-            props.push(Property::new(
+            props.push(Property::built(
                 "olm.csv.metadata",
                 crate::csvmeta::csv_metadata(csv),
             ));
@@ -278,7 +285,7 @@ fn gvk_of(v: &Value) -> (String, String, String) {
 }
 
 fn gvk_property(typ: &str, group: &str, version: &str, kind: &str) -> Property {
-    Property::new(
+    Property::built(
         typ,
         json!({"group": group, "kind": kind, "version": version}),
     )

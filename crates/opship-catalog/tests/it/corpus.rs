@@ -126,3 +126,62 @@ fn corpus_catalogs_validate() {
         eprintln!("{name}: {}", report.warnings_text());
     }
 }
+
+/// `--csv-format csv-metadata` against the OpenShift 4.17+ catalogs: every corpus bundle that
+/// also appears in one of them renders to the same properties (the catalogs went through
+/// YAML, so values are compared with sorted keys; the bundle's own image differs).
+#[test]
+fn csv_metadata_render_matches_the_417_catalogs() {
+    let mut compared = 0;
+    for (name, dir) in corpus_catalogs() {
+        if name.starts_with("v4.16") {
+            continue;
+        }
+        let cat = load::load_dir(&dir).unwrap();
+        for b in &cat.bundles {
+            let version = b.version().unwrap();
+            let bdir = corpus_dir().join("bundles").join(&b.package).join(&version);
+            if !bdir.is_dir() {
+                continue;
+            }
+            let got = render::render_dir(&bdir, &b.image, CsvFormat::CsvMetadata).unwrap();
+            let norm = |p: &[opship_catalog::model::Property]| -> Vec<(String, serde_json::Value)> {
+                p.iter()
+                    .map(|p| (p.typ.clone(), opship_catalog::gojson::sorted(&p.value)))
+                    .collect()
+            };
+            assert_eq!(
+                norm(&got.properties),
+                norm(&b.properties),
+                "{name}: {}",
+                b.name
+            );
+            assert_eq!(got.related_images, b.related_images, "{name}: {}", b.name);
+            compared += 1;
+        }
+    }
+    assert!(compared >= 5, "only {compared} bundles compared");
+    eprintln!("{compared} bundles compared");
+}
+
+/// opm keeps a JSON catalog's raw property text: `\u003c` written by Go's `json.Marshal`
+/// stays escaped, while YAML input (converted to JSON) is written unescaped.
+#[test]
+fn json_escapes_in_property_values_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("c.json"),
+        r#"{"schema":"olm.bundle","name":"a.v1.0.0","package":"a","image":"q.io/a:v1","properties":[{"type":"custom","value":{"d":"x \u003c y \u0026 z"}},{"type":"olm.package","value":{"packageName":"a","version":"1.0.0"}}]}"#,
+    )
+    .unwrap();
+    let out = write::to_string(&load::load_dir(dir.path()).unwrap(), Format::Json).unwrap();
+    assert!(out.contains(r#""d": "x \u003c y \u0026 z""#), "{out}");
+    std::fs::remove_file(dir.path().join("c.json")).unwrap();
+    std::fs::write(
+        dir.path().join("c.yaml"),
+        "schema: olm.bundle\nname: a.v1.0.0\npackage: a\nimage: q.io/a:v1\nproperties:\n- type: custom\n  value: {d: x < y & z}\n",
+    )
+    .unwrap();
+    let out = write::to_string(&load::load_dir(dir.path()).unwrap(), Format::Json).unwrap();
+    assert!(out.contains(r#""d": "x < y & z""#), "{out}");
+}
