@@ -83,6 +83,22 @@ fn release_sequence_through_a_registry() {
     let reg = TestRegistry::start(None);
     let tmp = tempfile::tempdir().unwrap();
     let refs = push_sample(&reg, tmp.path());
+    // A pushed bundle image renders exactly like its directory given the same reference,
+    // in both CSV formats.
+    for fmt in ["bundle-object", "csv-metadata"] {
+        assert_eq!(
+            ok(opship().args(["catalog", "render", &refs[2], "--csv-format", fmt])),
+            ok(opship().args([
+                "catalog",
+                "render",
+                repo().join("bundle/0.3.0").to_str().unwrap(),
+                "--image",
+                &refs[2],
+                "--csv-format",
+                fmt,
+            ]))
+        );
+    }
     let index = tmp.path().join("index");
     let names: Vec<String> = ["0.1.0", "0.2.0", "0.3.0"]
         .iter()

@@ -42,6 +42,7 @@ pub fn corpus_bundles() -> Vec<PathBuf> {
     dirs
 }
 
+mod add;
 mod corpus;
 mod graph;
 mod template;
