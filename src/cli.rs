@@ -612,9 +612,16 @@ pub struct CatalogBuildArgs {
     /// Extra label `key=value` (repeatable).
     #[arg(long, value_name = "KEY=VALUE")]
     pub label: Vec<String>,
-    /// Manifest media types.
+    /// Manifest media types (FROM-scratch images).
     #[arg(long, value_enum, default_value_t = ImageFormat::Oci)]
     pub format: ImageFormat,
+    /// Build on an opm base image instead of scratch (OLM v0 with the opm binary):
+    /// `LAYOUT:TAG` (an image or a multi-arch index, e.g. from `skopeo copy --all`) or a
+    /// registry reference (single-platform).
+    #[arg(long, value_name = "IMAGE")]
+    pub base: Option<String>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
 }
 
 #[derive(Debug, Args)]

@@ -311,9 +311,33 @@ fn build(args: &CatalogBuildArgs) -> Result<ExitStatus, CmdError> {
         },
         architecture: String::new(),
     };
-    let image =
-        opship_catalog::build::build_into_layout(&args.dir, &args.layout, &args.tag, &opts)?;
-    write_stdout(&format!("{} {}\n", args.tag, image.digest()))?;
+    let Some(base) = &args.base else {
+        let image =
+            opship_catalog::build::build_into_layout(&args.dir, &args.layout, &args.tag, &opts)?;
+        write_stdout(&format!("{} {}\n", args.tag, image.digest()))?;
+        return Ok(ExitStatus::Success);
+    };
+    let tmp = tempfile::tempdir()?;
+    let (layout, tag) = match opship_validate::Source::parse(Path::new(base)) {
+        opship_validate::Source::Layout { layout, tag } => (layout, tag),
+        opship_validate::Source::Dir(_) => {
+            let text = base.strip_prefix("docker://").unwrap_or(base);
+            let reference = opship_oci::registry::parse_reference(text)
+                .map_err(|e| format!("--base {base}: not a LAYOUT:TAG or image reference: {e}"))?;
+            let layout = tmp.path().join("base");
+            pull(&reference, &layout, &args.registry)?;
+            (layout, "image".to_owned())
+        }
+    };
+    let desc = opship_catalog::build::build_on_base(
+        &args.dir,
+        &layout,
+        &tag,
+        &args.layout,
+        &args.tag,
+        &opts,
+    )?;
+    write_stdout(&format!("{} {}\n", args.tag, desc.digest))?;
     Ok(ExitStatus::Success)
 }
 

@@ -557,3 +557,145 @@ fn dockerfile_graph_and_template_through_the_binary() {
         "{out}"
     );
 }
+
+/// A two-platform "opm" base image (each platform's `/bin/opm` says its architecture) as an
+/// OCI index in a layout, tagged `latest`.
+fn fake_opm_base(dir: &Path) -> PathBuf {
+    use opship_core::image::{layer, layout::Layout, oci::Digest};
+    let layout_dir = dir.join("opm-base");
+    let layout = Layout::new(&layout_dir);
+    layout.init().unwrap();
+    let mut platforms = Vec::new();
+    for arch in ["amd64", "arm64"] {
+        let root = dir.join(format!("rootfs-{arch}"));
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        std::fs::write(
+            root.join("bin/opm"),
+            format!("#!/bin/sh\necho opm {arch}\n"),
+        )
+        .unwrap();
+        let l = layer::build(&layer::collect(&root, &["bin"]).unwrap(), 0).unwrap();
+        layout.write_blob(&l.digest, &l.gzip).unwrap();
+        let config = serde_json::json!({
+            "architecture": arch, "os": "linux",
+            "config": {"Labels": {"base": "opm"}, "Entrypoint": ["/bin/sh"]},
+            "rootfs": {"type": "layers", "diff_ids": [l.diff_id.to_string()]},
+            "history": [{"created_by": "fake opm base"}],
+        });
+        let config = serde_json::to_vec(&config).unwrap();
+        layout.write_blob(&Digest::of(&config), &config).unwrap();
+        let manifest = serde_json::json!({
+            "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": Digest::of(&config).to_string(), "size": config.len()},
+            "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": l.digest.to_string(), "size": l.gzip.len()}],
+        });
+        let manifest = serde_json::to_vec(&manifest).unwrap();
+        layout
+            .write_blob(&Digest::of(&manifest), &manifest)
+            .unwrap();
+        platforms.push(serde_json::json!({
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "digest": Digest::of(&manifest).to_string(), "size": manifest.len(),
+            "platform": {"architecture": arch, "os": "linux"},
+        }));
+    }
+    let index = serde_json::to_vec(&serde_json::json!({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": platforms,
+    }))
+    .unwrap();
+    layout.write_blob(&Digest::of(&index), &index).unwrap();
+    std::fs::write(
+        layout_dir.join("index.json"),
+        serde_json::to_vec(&serde_json::json!({"schemaVersion": 2, "manifests": [{
+            "mediaType": "application/vnd.oci.image.index.v1+json",
+            "digest": Digest::of(&index).to_string(), "size": index.len(),
+            "annotations": {"org.opencontainers.image.ref.name": "latest"},
+        }]}))
+        .unwrap(),
+    )
+    .unwrap();
+    layout_dir
+}
+
+#[test]
+fn catalog_on_a_multi_arch_opm_base_stays_multi_arch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index = seeded_index(tmp.path());
+    let base = fake_opm_base(tmp.path());
+    let out = tmp.path().join("out");
+    let o = out.to_str().unwrap();
+    ok(opship().args([
+        "catalog",
+        "build",
+        index.to_str().unwrap(),
+        "--base",
+        &format!("oci:{}:latest", base.display()),
+        "--layout",
+        o,
+        "--tag",
+        "v0",
+    ]));
+    let raw: Value = serde_json::from_str(&ok(tool("skopeo").args([
+        "inspect",
+        "--raw",
+        &format!("oci:{o}:v0"),
+    ])))
+    .unwrap();
+    let archs: Vec<&str> = raw["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["platform"]["architecture"].as_str().unwrap())
+        .collect();
+    assert_eq!(archs, ["amd64", "arm64"]);
+    for arch in ["amd64", "arm64"] {
+        let config: Value = serde_json::from_str(&ok(tool("skopeo").args([
+            "--override-arch",
+            arch,
+            "inspect",
+            "--config",
+            &format!("oci:{o}:v0"),
+        ])))
+        .unwrap();
+        assert_eq!(config["architecture"], arch);
+        assert_eq!(
+            config["config"]["Labels"]["operators.operatorframework.io.index.configs.v1"],
+            "/configs"
+        );
+        assert_eq!(config["config"]["Labels"]["base"], "opm");
+        assert_eq!(
+            config["config"]["Entrypoint"],
+            serde_json::json!(["/bin/opm"])
+        );
+        assert_eq!(
+            config["config"]["Cmd"],
+            serde_json::json!(["serve", "/configs"])
+        );
+        // The platform image unpacks to the base's /bin/opm plus the catalog in /configs.
+        let single = tmp.path().join(format!("single-{arch}"));
+        ok(tool("skopeo").args([
+            "--override-arch",
+            arch,
+            "copy",
+            "--quiet",
+            &format!("oci:{o}:v0"),
+            &format!("oci:{}:x", single.display()),
+        ]));
+        let rootfs = tmp.path().join(format!("unpacked-{arch}"));
+        ok(tool("umoci").args([
+            "unpack",
+            "--rootless",
+            "--image",
+            &format!("{}:x", single.display()),
+            rootfs.to_str().unwrap(),
+        ]));
+        assert_eq!(
+            std::fs::read_to_string(rootfs.join("rootfs/bin/opm")).unwrap(),
+            format!("#!/bin/sh\necho opm {arch}\n")
+        );
+        assert_eq!(
+            crate::read_tree(&rootfs.join("rootfs/configs")),
+            crate::read_tree(&index)
+        );
+    }
+}
