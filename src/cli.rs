@@ -441,8 +441,11 @@ pub struct CatalogRenderArgs {
     #[arg(long, short, value_enum, default_value_t = CatalogOutput::Json)]
     pub output: CatalogOutput,
     /// How to carry the CSV.
-    #[arg(long, value_enum, default_value_t = CsvFormatArg::BundleObject)]
+    #[arg(long, value_enum, default_value_t = CsvFormatArg::BundleObject, conflicts_with = "ocp_version")]
     pub csv_format: CsvFormatArg,
+    /// Target OpenShift version: 4.17 and newer get `csv-metadata`, older `bundle-object`.
+    #[arg(long, value_name = "4.X")]
+    pub ocp_version: Option<String>,
     #[command(flatten)]
     pub registry: RegistryArgs,
 }
@@ -517,8 +520,11 @@ pub struct CatalogAddArgs {
     #[arg(long)]
     pub replace: bool,
     /// How to carry the CSV.
-    #[arg(long, value_enum, default_value_t = CsvFormatArg::BundleObject)]
+    #[arg(long, value_enum, default_value_t = CsvFormatArg::BundleObject, conflicts_with = "ocp_version")]
     pub csv_format: CsvFormatArg,
+    /// Target OpenShift version: 4.17 and newer get `csv-metadata`, older `bundle-object`.
+    #[arg(long, value_name = "4.X")]
+    pub ocp_version: Option<String>,
     #[command(flatten)]
     pub registry: RegistryArgs,
 }
@@ -593,8 +599,11 @@ pub struct CatalogTemplateArgs {
     #[arg(long, short, value_enum, default_value_t = CatalogOutput::Json)]
     pub output: CatalogOutput,
     /// How to carry the CSV of rendered bundles.
-    #[arg(long, value_enum, default_value_t = CsvFormatArg::BundleObject)]
+    #[arg(long, value_enum, default_value_t = CsvFormatArg::BundleObject, conflicts_with = "ocp_version")]
     pub csv_format: CsvFormatArg,
+    /// Target OpenShift version: 4.17 and newer get `csv-metadata`, older `bundle-object`.
+    #[arg(long, value_name = "4.X")]
+    pub ocp_version: Option<String>,
     #[command(flatten)]
     pub registry: RegistryArgs,
 }

@@ -30,11 +30,25 @@ pub fn run(cmd: &CatalogCommand) -> Result<ExitStatus, CmdError> {
     }
 }
 
-fn csv_format(f: CsvFormatArg) -> CsvFormat {
-    match f {
+/// The CSV format: from `--ocp-version` when given (OpenShift 4.17 and newer require
+/// `olm.csv.metadata`, 4.16 and older forbid it), else `--csv-format`.
+fn csv_format(f: CsvFormatArg, ocp: Option<&str>) -> Result<CsvFormat, CmdError> {
+    if let Some(v) = ocp {
+        let t = v.trim().trim_start_matches('v');
+        let parsed = t
+            .split_once('.')
+            .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
+            .ok_or_else(|| format!("--ocp-version `{v}`: expected MAJOR.MINOR like 4.17"))?;
+        return Ok(if parsed >= (4, 17) {
+            CsvFormat::CsvMetadata
+        } else {
+            CsvFormat::BundleObject
+        });
+    }
+    Ok(match f {
         CsvFormatArg::BundleObject => CsvFormat::BundleObject,
         CsvFormatArg::CsvMetadata => CsvFormat::CsvMetadata,
-    }
+    })
 }
 
 /// Renders one reference: a bundle or catalog directory, a layout image, a registry image.
@@ -109,7 +123,7 @@ fn pull(
 }
 
 fn render(args: &CatalogRenderArgs) -> Result<ExitStatus, CmdError> {
-    let format = csv_format(args.csv_format);
+    let format = csv_format(args.csv_format, args.ocp_version.as_deref())?;
     let mut cat = Catalog::default();
     for r in &args.refs {
         cat.merge(render_ref(
@@ -175,7 +189,7 @@ fn add(args: &CatalogAddArgs) -> Result<ExitStatus, CmdError> {
     let cat = render_ref(
         &args.bundle,
         args.image.as_deref(),
-        csv_format(args.csv_format),
+        csv_format(args.csv_format, args.ocp_version.as_deref())?,
         &args.registry,
     )?;
     let [bundle] = <[_; 1]>::try_from(cat.bundles).map_err(|_| {
@@ -261,7 +275,7 @@ fn template(args: &CatalogTemplateArgs) -> Result<ExitStatus, CmdError> {
     } else {
         std::fs::read_to_string(&args.file).map_err(|e| format!("{}: {e}", args.file.display()))?
     };
-    let format = csv_format(args.csv_format);
+    let format = csv_format(args.csv_format, args.ocp_version.as_deref())?;
     let renderer = |image: &str| -> opship_catalog::Result<opship_catalog::model::Bundle> {
         let cat = render_ref(image, Some(image), format, &args.registry)
             .map_err(|e| opship_catalog::Error::Usage(format!("render {image}: {e}")))?;
