@@ -446,3 +446,84 @@ fn json_output_has_opms_shape() {
     );
     assert_eq!(v["findings"][0]["id"], "FBC009");
 }
+
+/// The structural rules opm checks while building its model, one fixture each.
+#[test]
+fn structural_rules_each_have_a_fixture() {
+    let ok_bundle = bundle("demo.v0.1.0", "0.1.0") + &channel("stable", "- name: demo.v0.1.0\n");
+    let cases: Vec<(String, &str, &str)> = vec![
+        (
+            ok_bundle.clone() + "---\nschema: olm.package\nname: demo\ndefaultChannel: stable\n",
+            "FBC001",
+            "duplicate package \"demo\"",
+        ),
+        (
+            ok_bundle.clone() + "---\nschema: olm.package\ndefaultChannel: x\n",
+            "FBC001",
+            "config contains package with no name",
+        ),
+        (
+            ok_bundle.clone()
+                + "---\nschema: olm.channel\nname: beta\npackage: ghost\nentries: []\n",
+            "FBC002",
+            "unknown package \"ghost\" for channel \"beta\"",
+        ),
+        (
+            ok_bundle.clone() + "---\nschema: olm.channel\npackage: demo\nentries: []\n",
+            "FBC002",
+            "package contains channel with no name",
+        ),
+        (
+            ok_bundle.clone() + &channel("stable", "- name: demo.v0.1.0\n"),
+            "FBC002",
+            "duplicate channel \"stable\"",
+        ),
+        (
+            ok_bundle.clone() + &bundle("demo.v0.1.0", "0.1.0"),
+            "FBC008",
+            "duplicate bundle",
+        ),
+        (
+            ok_bundle.clone()
+                + &bundle("ghost.v1.0.0", "1.0.0").replace("package: demo\n", "package: ghost\n"),
+            "FBC008",
+            "unknown package \"ghost\"",
+        ),
+        (
+            bundle("demo.v0.1.0", "0.1.0").replace("{packageName: demo,", "{packageName: other,")
+                + &channel("stable", "- name: demo.v0.1.0\n"),
+            "FBC008",
+            "package \"demo\" does not match \"olm.package\" property \"other\"",
+        ),
+        (
+            bundle("demo.v0.1.0", "0.1.0")
+                + &channel("stable", "- name: demo.v0.1.0\n  skips: ['']\n"),
+            "FBC011",
+            "skip[0] is empty in channel \"stable\"",
+        ),
+        (
+            bundle("demo.v0.1.0", "0.1.0")
+                .replace("image: quay.io/example/demo-bundle:v0.1.0\n", "")
+                + &channel("stable", "- name: demo.v0.1.0\n"),
+            "FBC015",
+            "bundle image must be set",
+        ),
+        (
+            bundle("demo.v0.1.0", "0.1.0")
+                + "relatedImages:\n- {name: op, image: 'quay.io/x/op:v1 '}\n"
+                + &channel("stable", "- name: demo.v0.1.0\n"),
+            "FBC010",
+            "relatedImages[0].image: invalid image pull spec \"quay.io/x/op:v1 \": invalid reference format",
+        ),
+        (
+            bundle("demo.v0.1.0", "0.1.0")
+                + &channel("stable", "- name: demo.v0.1.0\n  replaces: demo.v0.1.0\n"),
+            "FBC003",
+            "no channel head found in graph",
+        ),
+    ];
+    for (extra, id, needle) in cases {
+        let r = catalog(&extra);
+        assert_error(&r, id, needle);
+    }
+}
