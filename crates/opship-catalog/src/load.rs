@@ -68,7 +68,19 @@ fn walk(
     for e in entries {
         let path = e.path();
         let rel = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
+        let link = std::fs::symlink_metadata(&path)
+            .map_err(|err| Error::io(&path, err))?
+            .file_type()
+            .is_symlink();
         let ft = std::fs::metadata(&path).map_err(|err| Error::io(&path, err))?;
+        if ft.is_dir() && link {
+            // opm's fs.WalkDir does not descend into linked directories either; following
+            // them could loop forever.
+            return Err(Error::Usage(format!(
+                "{}: a symbolic link to a directory; catalogs are read without following those",
+                path.display()
+            )));
+        }
         if ft.is_dir() {
             if ignored(ignores, &rel, true) {
                 continue;
@@ -312,6 +324,15 @@ fn origin_at(file: &Arc<Path>, text: &str, offset: usize) -> Origin {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn linked_directories_are_refused_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("pkg")).unwrap();
+        std::os::unix::fs::symlink(dir.path(), dir.path().join("pkg/loop")).unwrap();
+        let err = load_dir(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("symbolic link to a directory"), "{err}");
+    }
 
     #[test]
     fn ignore_patterns() {
