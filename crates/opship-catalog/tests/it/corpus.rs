@@ -185,3 +185,49 @@ fn json_escapes_in_property_values_are_kept() {
     let out = write::to_string(&load::load_dir(dir.path()).unwrap(), Format::Json).unwrap();
     assert!(out.contains(r#""d": "x < y & z""#), "{out}");
 }
+
+/// The image path: corpus bundles built into an OCI layout (as `opship build` does) and
+/// rendered from there equal opm's render of the same images. Every 12th bundle, to keep the
+/// test short; the directory path above covers all 237 with the same rendering code.
+#[test]
+fn bundle_images_in_a_layout_render_like_opm() {
+    use opship_core::image::{build, layout::Layout};
+    let tmp = tempfile::tempdir().unwrap();
+    let layout = tmp.path().join("oci");
+    let bundles = corpus_bundles();
+    let picked: Vec<_> = bundles.iter().step_by(12).collect();
+    for dir in &picked {
+        let version = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let op = dir
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let tag = format!("{op}-{version}").replace('+', "_");
+        let image = build::build_bundle(dir, &build::BuildOptions::default()).unwrap();
+        Layout::new(&layout)
+            .write_images([(tag.as_str(), &image)])
+            .unwrap();
+        let reference = format!("127.0.0.1:5000/corpus/{op}:{version}");
+        let cat = render::render_image(
+            &layout,
+            &tag,
+            std::path::Path::new(&tag),
+            Some(&reference),
+            CsvFormat::BundleObject,
+        )
+        .unwrap();
+        let got = write::to_string(&cat, Format::Json).unwrap();
+        let expected = std::fs::read_to_string(
+            corpus_dir().join(format!("expected/bundle-render/{op}/{version}.json")),
+        )
+        .unwrap();
+        assert!(
+            got == expected,
+            "{op}/{version} rendered from its image differs from opm"
+        );
+    }
+    assert!(picked.len() >= 19);
+}
