@@ -446,6 +446,10 @@ pub struct CatalogRenderArgs {
     /// Target OpenShift version: 4.17 and newer get `csv-metadata`, older `bundle-object`.
     #[arg(long, value_name = "4.X")]
     pub ocp_version: Option<String>,
+    /// For a registry image: write `REPO@sha256:...` (the digest pulled and verified) as the
+    /// image instead of the reference as given.
+    #[arg(long, conflicts_with = "image")]
+    pub pin_digest: bool,
     #[command(flatten)]
     pub registry: RegistryArgs,
 }
@@ -525,6 +529,10 @@ pub struct CatalogAddArgs {
     /// Target OpenShift version: 4.17 and newer get `csv-metadata`, older `bundle-object`.
     #[arg(long, value_name = "4.X")]
     pub ocp_version: Option<String>,
+    /// For a registry image: write `REPO@sha256:...` (the digest pulled and verified) as the
+    /// image instead of the reference as given.
+    #[arg(long, conflicts_with = "image")]
+    pub pin_digest: bool,
     #[command(flatten)]
     pub registry: RegistryArgs,
 }
@@ -604,6 +612,10 @@ pub struct CatalogTemplateArgs {
     /// Target OpenShift version: 4.17 and newer get `csv-metadata`, older `bundle-object`.
     #[arg(long, value_name = "4.X")]
     pub ocp_version: Option<String>,
+    /// Write registry bundles as `REPO@sha256:...` (the digest pulled and verified) instead
+    /// of the reference as written in the template.
+    #[arg(long)]
+    pub pin_digest: bool,
     #[command(flatten)]
     pub registry: RegistryArgs,
 }

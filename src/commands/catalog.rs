@@ -57,6 +57,7 @@ fn render_ref(
     image: Option<&str>,
     format: CsvFormat,
     registry: &RegistryArgs,
+    pin_digest: bool,
 ) -> Result<Catalog, CmdError> {
     let path = Path::new(arg);
     if path.is_dir() {
@@ -77,13 +78,26 @@ fn render_ref(
         .map_err(|e| format!("{arg}: not a directory, layout image or image reference: {e}"))?;
     let tmp = tempfile::tempdir()?;
     let layout = tmp.path().join("image");
-    pull(&reference, &layout, registry)?;
-    // The image field of a pulled bundle is the reference as given, as opm writes it.
+    let digest = pull(&reference, &layout, registry)?;
+    // The image field of a pulled bundle is the reference as given, as opm writes it, or
+    // with --pin-digest the digest just pulled and verified (signatures only protect images
+    // that clusters pull by digest).
+    let pinned = format!(
+        "{}/{}@{}",
+        reference.registry(),
+        reference.repository(),
+        digest
+    );
+    let image = match (image, pin_digest) {
+        (Some(i), _) => i,
+        (None, true) => pinned.as_str(),
+        (None, false) => text,
+    };
     Ok(render::render_image(
         &layout,
         "image",
         path,
-        Some(image.unwrap_or(text)),
+        Some(image),
         format,
     )?)
 }
@@ -92,7 +106,7 @@ fn pull(
     reference: &opship_oci::registry::Reference,
     layout: &Path,
     args: &RegistryArgs,
-) -> Result<(), CmdError> {
+) -> Result<String, CmdError> {
     let auth = if let (Some(username), true) = (&args.username, args.password_stdin) {
         let mut s = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
@@ -118,8 +132,8 @@ fn pull(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(client.pull_to_layout(reference, layout, "image"))?;
-    Ok(())
+    let report = runtime.block_on(client.pull_to_layout(reference, layout, "image"))?;
+    Ok(report.digest.to_string())
 }
 
 fn render(args: &CatalogRenderArgs) -> Result<ExitStatus, CmdError> {
@@ -131,6 +145,7 @@ fn render(args: &CatalogRenderArgs) -> Result<ExitStatus, CmdError> {
             args.image.as_deref(),
             format,
             &args.registry,
+            args.pin_digest,
         )?);
     }
     let text = write::to_string(
@@ -191,6 +206,7 @@ fn add(args: &CatalogAddArgs) -> Result<ExitStatus, CmdError> {
         args.image.as_deref(),
         csv_format(args.csv_format, args.ocp_version.as_deref())?,
         &args.registry,
+        args.pin_digest,
     )?;
     let [bundle] = <[_; 1]>::try_from(cat.bundles).map_err(|_| {
         format!(
@@ -250,7 +266,13 @@ fn deprecate(args: &CatalogDeprecateArgs) -> Result<ExitStatus, CmdError> {
 }
 
 fn graph(args: &CatalogGraphArgs) -> Result<ExitStatus, CmdError> {
-    let cat = render_ref(&args.dir, None, CsvFormat::BundleObject, &args.registry)?;
+    let cat = render_ref(
+        &args.dir,
+        None,
+        CsvFormat::BundleObject,
+        &args.registry,
+        false,
+    )?;
     let opts = opship_catalog::graph::GraphOptions {
         package: args.package.clone(),
         v0_semantics: args.draw_v0_semantics,
@@ -277,7 +299,9 @@ fn template(args: &CatalogTemplateArgs) -> Result<ExitStatus, CmdError> {
     };
     let format = csv_format(args.csv_format, args.ocp_version.as_deref())?;
     let renderer = |image: &str| -> opship_catalog::Result<opship_catalog::model::Bundle> {
-        let cat = render_ref(image, Some(image), format, &args.registry)
+        // A template's image is the reference as written, unless pinned to its digest.
+        let given = (!args.pin_digest).then_some(image);
+        let cat = render_ref(image, given, format, &args.registry, args.pin_digest)
             .map_err(|e| opship_catalog::Error::Usage(format!("render {image}: {e}")))?;
         <[_; 1]>::try_from(cat.bundles).map(|[b]| b).map_err(|_| {
             opship_catalog::Error::Usage(format!("{image}: does not render to exactly one bundle"))

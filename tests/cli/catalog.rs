@@ -99,6 +99,31 @@ fn release_sequence_through_a_registry() {
             ]))
         );
     }
+    // --pin-digest writes the digest that was pulled and verified.
+    let pinned: Value = serde_json::from_str(&ok(opship().args([
+        "catalog",
+        "render",
+        &refs[0],
+        "--pin-digest",
+    ])))
+    .unwrap();
+    let image = pinned["image"].as_str().unwrap();
+    let inspect = ok(opship().args(["inspect", &refs[0], "-o", "json"]));
+    let digest = serde_json::from_str::<Value>(&inspect).unwrap()["digest"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        image,
+        format!("{}/memcached-operator-bundle@{digest}", reg.addr)
+    );
+    assert!(
+        pinned["relatedImages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["image"] == image)
+    );
     let index = tmp.path().join("index");
     let names: Vec<String> = ["0.1.0", "0.2.0", "0.3.0"]
         .iter()
