@@ -461,6 +461,8 @@ pub enum CatalogReport {
     Text,
     /// `{passed, error: {message}, findings: [...]}`.
     Json,
+    /// The same as YAML.
+    Yaml,
 }
 
 #[derive(Debug, Args)]

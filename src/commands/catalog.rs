@@ -168,6 +168,9 @@ fn validate(args: &CatalogValidateArgs) -> Result<ExitStatus, CmdError> {
             text.push('\n');
             write_stdout(&text)?;
         }
+        CatalogReport::Yaml => {
+            write_stdout(&opship_core::yaml::to_string(&report.to_json())?)?;
+        }
         CatalogReport::Text => {
             let warnings = report.warnings_text();
             if !warnings.is_empty() {

@@ -405,6 +405,15 @@ fn render_and_validate_corpus_through_the_binary() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let v: Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(v["passed"], true);
+    let r = run(opship().args([
+        "catalog",
+        "validate",
+        dir.to_str().unwrap(),
+        "--output",
+        "yaml",
+    ]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("passed: true\n"), "{}", r.stdout);
 }
 
 #[test]
