@@ -585,6 +585,9 @@ pub struct CatalogGraphArgs {
     /// Mark skipped entries, whose edges OLM v0 ignores.
     #[arg(long)]
     pub draw_v0_semantics: bool,
+    /// Only edges from this bundle's version on.
+    #[arg(long, value_name = "BUNDLE")]
+    pub minimum_edge: Option<String>,
     #[command(flatten)]
     pub registry: RegistryArgs,
 }

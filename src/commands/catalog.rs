@@ -279,6 +279,7 @@ fn graph(args: &CatalogGraphArgs) -> Result<ExitStatus, CmdError> {
     let opts = opship_catalog::graph::GraphOptions {
         package: args.package.clone(),
         v0_semantics: args.draw_v0_semantics,
+        minimum_edge: args.minimum_edge.clone(),
     };
     if let Some(p) = &args.package
         && !cat.package_names().contains(p)
@@ -286,8 +287,8 @@ fn graph(args: &CatalogGraphArgs) -> Result<ExitStatus, CmdError> {
         return Err(format!("{}: no package {p}", args.dir).into());
     }
     write_stdout(&match args.format {
-        GraphFormat::Mermaid => opship_catalog::graph::mermaid(&cat, &opts),
-        GraphFormat::Dot => opship_catalog::graph::dot(&cat, &opts),
+        GraphFormat::Mermaid => opship_catalog::graph::mermaid(&cat, &opts)?,
+        GraphFormat::Dot => opship_catalog::graph::dot(&cat, &opts)?,
     })?;
     Ok(ExitStatus::Success)
 }

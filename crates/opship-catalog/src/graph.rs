@@ -14,6 +14,87 @@ pub struct GraphOptions {
     pub package: Option<String>,
     /// Mark skipped entries, as OLM v0 treats them (opm's `--draw-v0-semantics`).
     pub v0_semantics: bool,
+    /// Draw only edges from this bundle's version on (opm's `--minimum-edge`).
+    pub minimum_edge: Option<String>,
+}
+
+/// The channels to draw, sorted by name, with opm's `--minimum-edge` filter applied: the
+/// floor entry keeps no edges, other edges stay only when their source is at or above the
+/// floor, entries that lose every edge (or are below the floor) disappear.
+pub fn filtered_channels(cat: &Catalog, opts: &GraphOptions) -> crate::Result<Vec<Channel>> {
+    let versions: std::collections::BTreeMap<String, semver::Version> = cat
+        .versions()
+        .into_iter()
+        .map(|((_, n), v)| (n, v))
+        .collect();
+    let zero = semver::Version::new(0, 0, 0);
+    let min = match &opts.minimum_edge {
+        None => None,
+        Some(m) => Some((
+            m.as_str(),
+            versions
+                .get(m)
+                .cloned()
+                .ok_or_else(|| crate::Error::Usage(format!("unknown minimum edge name: {m:?}")))?,
+        )),
+    };
+    let min_package = min.as_ref().and_then(|(m, _)| {
+        cat.channels
+            .iter()
+            .find(|c| c.entries.iter().any(|e| e.name == *m))
+            .map(|c| c.package.clone())
+    });
+    let version = |n: &str| versions.get(n).unwrap_or(&zero);
+    let mut out = Vec::new();
+    for ch in channels(cat, opts) {
+        let Some((floor_name, floor)) = &min else {
+            out.push(ch.clone());
+            continue;
+        };
+        if min_package.as_ref().is_some_and(|p| p != &ch.package) {
+            continue;
+        }
+        let mut f = Channel {
+            entries: Vec::new(),
+            ..ch.clone()
+        };
+        for e in &ch.entries {
+            if e.name == *floor_name {
+                f.entries.push(crate::model::ChannelEntry {
+                    name: e.name.clone(),
+                    ..Default::default()
+                });
+                continue;
+            }
+            let mut fe = crate::model::ChannelEntry {
+                name: e.name.clone(),
+                ..Default::default()
+            };
+            if !e.replaces.is_empty() && version(&e.replaces) >= floor {
+                fe.replaces = e.replaces.clone();
+            }
+            fe.skips = e
+                .skips
+                .iter()
+                .filter(|s| version(s) >= floor)
+                .cloned()
+                .collect();
+            if !e.skip_range.is_empty()
+                && opship_core::semver_range::parse(&e.skip_range).is_ok_and(|r| r.matches(floor))
+            {
+                fe.skip_range = e.skip_range.clone();
+            }
+            let kept = !fe.replaces.is_empty() || !fe.skips.is_empty() || !fe.skip_range.is_empty();
+            let had = !e.replaces.is_empty() || !e.skips.is_empty() || !e.skip_range.is_empty();
+            if kept || (!had && version(&e.name) >= floor) {
+                f.entries.push(fe);
+            }
+        }
+        if !f.entries.is_empty() {
+            out.push(f);
+        }
+    }
+    Ok(out)
 }
 
 /// Go's `%q` for the plain names catalogs use.
@@ -86,13 +167,21 @@ fn in_range<'a>(cat: &Catalog, ch: &'a Channel, range: &str) -> Vec<&'a str> {
 }
 
 /// Mermaid, in the form of opm's `alpha render-graph`.
-pub fn mermaid(cat: &Catalog, opts: &GraphOptions) -> String {
+pub fn mermaid(cat: &Catalog, opts: &GraphOptions) -> crate::Result<String> {
+    let chans = filtered_channels(cat, opts)?;
+    let floor = opts
+        .minimum_edge
+        .as_ref()
+        .and_then(|m| cat.bundles.iter().find(|b| &b.name == m))
+        .and_then(|b| b.version())
+        .and_then(|v| semver::Version::parse(&v).ok());
+    let versions = cat.versions();
     let dep = deprecated(cat);
     let mut pkgs: std::collections::BTreeMap<&str, String> = std::collections::BTreeMap::new();
     let mut deprecated_package = None;
     let mut deprecated_channels = Vec::new();
     let mut skipped_ids = Vec::new();
-    for ch in channels(cat, opts) {
+    for ch in &chans {
         let b = pkgs.entry(&ch.package).or_default();
         let channel_id = format!("{}-{}", ch.package, ch.name);
         b.push_str(&format!("    %% channel {}\n", q(&ch.name)));
@@ -109,6 +198,13 @@ pub fn mermaid(cat: &Catalog, opts: &GraphOptions) -> String {
             .flat_map(|e| e.skips.iter().map(String::as_str))
             .collect();
         for e in &ch.entries {
+            if let Some(floor) = &floor
+                && versions
+                    .get(&(ch.package.clone(), e.name.clone()))
+                    .is_none_or(|v| v < floor)
+            {
+                continue;
+            }
             let mark = if dep.bundles.contains(&e.name) {
                 ":::deprecated"
             } else {
@@ -166,14 +262,15 @@ pub fn mermaid(cat: &Catalog, opts: &GraphOptions) -> String {
     for s in skipped_ids {
         out.push_str(&format!("class {s} skipped\n"));
     }
-    out
+    Ok(out)
 }
 
 /// Graphviz dot: one cluster per channel, edges labelled like the mermaid ones.
-pub fn dot(cat: &Catalog, opts: &GraphOptions) -> String {
+pub fn dot(cat: &Catalog, opts: &GraphOptions) -> crate::Result<String> {
+    let chans = filtered_channels(cat, opts)?;
     let dep = deprecated(cat);
     let mut out = String::from("digraph catalog {\n  rankdir=LR;\n  node [shape=box];\n");
-    for ch in channels(cat, opts) {
+    for ch in &chans {
         let channel_id = format!("{}-{}", ch.package, ch.name);
         out.push_str(&format!(
             "  subgraph {} {{\n",
@@ -249,5 +346,5 @@ pub fn dot(cat: &Catalog, opts: &GraphOptions) -> String {
         out.push_str("  }\n");
     }
     out.push_str("}\n");
-    out
+    Ok(out)
 }

@@ -26,7 +26,7 @@ fn mermaid_like_opm_render_graph() {
     let cat = catalog(
         "---\nschema: olm.deprecations\npackage: demo\nentries:\n- reference: {schema: olm.bundle, name: demo.v0.1.0}\n  message: gone\n- reference: {schema: olm.channel, name: alpha}\n  message: retired\n",
     );
-    let got = graph::mermaid(&cat, &GraphOptions::default());
+    let got = graph::mermaid(&cat, &GraphOptions::default()).unwrap();
     let want = r#"graph LR
   classDef deprecated fill:#E8960F
   %% package "demo"
@@ -56,7 +56,8 @@ style demo-alpha fill:#DCD0FF
             v0_semantics: true,
             ..Default::default()
         },
-    );
+    )
+    .unwrap();
     assert!(
         v0.contains("classDef skipped stroke:#FF0000,stroke-width:4px\n"),
         "{v0}"
@@ -75,8 +76,10 @@ fn dot_graph() {
         &GraphOptions {
             package: Some("demo".into()),
             v0_semantics: true,
+            ..Default::default()
         },
-    );
+    )
+    .unwrap();
     assert!(got.starts_with("digraph catalog {\n"), "{got}");
     assert!(
         got.contains(
@@ -97,7 +100,50 @@ fn dot_graph() {
                 package: Some("other".into()),
                 ..Default::default()
             }
-        ),
+        )
+        .unwrap(),
         "digraph catalog {\n  rankdir=LR;\n  node [shape=box];\n}\n"
     );
+}
+
+#[test]
+fn minimum_edge_like_opm() {
+    let cat = catalog("");
+    let got = graph::mermaid(
+        &cat,
+        &GraphOptions {
+            minimum_edge: Some("demo.v0.1.1".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    // 0.1.0 and every edge from it disappear; 0.1.1 is the floor without edges; the skipRange
+    // of 0.2.0 admits the floor, so its edges from entries at or above it stay.
+    let want = r#"graph LR
+  classDef deprecated fill:#E8960F
+  %% package "demo"
+  subgraph "demo"
+    %% channel "alpha"
+    subgraph demo-alpha["alpha"]
+      demo-alpha-demo.v0.2.0["demo.v0.2.0"]
+    end
+    %% channel "stable"
+    subgraph demo-stable["stable"]
+      demo-stable-demo.v0.1.1["demo.v0.1.1"]
+      demo-stable-demo.v0.2.0["demo.v0.2.0"]
+      demo-stable-demo.v0.1.1["demo.v0.1.1"]-- replace --> demo-stable-demo.v0.2.0["demo.v0.2.0"]
+      demo-stable-demo.v0.1.1["demo.v0.1.1"]-- "skipRange(>=0.1.0 <0.2.0)" --> demo-stable-demo.v0.2.0["demo.v0.2.0"]
+    end
+  end
+"#;
+    assert_eq!(got, want);
+    let err = graph::mermaid(
+        &cat,
+        &GraphOptions {
+            minimum_edge: Some("nope".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(err.to_string(), "unknown minimum edge name: \"nope\"");
 }
