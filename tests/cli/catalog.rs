@@ -158,6 +158,13 @@ fn release_sequence_through_a_registry() {
         assert_eq!(ch["stable"], expected, "after {}", names[i]);
         assert_eq!(ch["fast"], expected);
     }
+    // Readable by the non-root user opm serves as once copied into an image.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(index.join(PKG).join("catalog.yaml"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o644);
     // The same version again is refused and changes nothing.
     let before = std::fs::read(index.join(PKG).join("catalog.yaml")).unwrap();
     let r = run(opship().args([
@@ -732,4 +739,37 @@ fn catalog_on_a_multi_arch_opm_base_stays_multi_arch() {
             crate::read_tree(&index)
         );
     }
+}
+
+/// `index/` of the repository is the sample operator's catalog as `catalog add` makes it from
+/// `bundle/0.1.0`..`0.3.0` (the releases of `bundle/opship.yaml`); it must stay up to date.
+#[test]
+fn committed_index_is_up_to_date() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index = tmp.path().join("index");
+    for v in ["0.1.0", "0.2.0", "0.3.0"] {
+        let mut c = opship();
+        c.args([
+            "catalog",
+            "add",
+            "--bundle",
+            repo().join("bundle").join(v).to_str().unwrap(),
+            "--image",
+            &format!("quay.io/example/memcached-operator-bundle:v{v}"),
+            "--channel",
+            "stable",
+            "--index",
+            index.to_str().unwrap(),
+        ]);
+        if v == "0.3.0" {
+            c.args(["--skip-range-value", ">=0.1.0 <0.3.0"]);
+        }
+        ok(&mut c);
+    }
+    assert_eq!(
+        crate::read_tree(&index),
+        crate::read_tree(&repo().join("index")),
+        "index/ is stale: regenerate it as this test does (docs/catalog.md)"
+    );
+    validate(&repo().join("index"));
 }

@@ -143,7 +143,9 @@ fn commit(cat: &Catalog, file: &Path, format: Format) -> Result<()> {
         )));
     }
     let text = write::to_string(cat, format)?;
-    opship_core::fsutil::write_atomic(file, text.as_bytes())?;
+    // 0644: a catalog copied into an image (`ADD index /configs`) must be readable by the
+    // non-root user opm serves as; a temporary file would otherwise keep 0600.
+    opship_core::fsutil::write_atomic_with_mode(file, text.as_bytes(), 0o644)?;
     Ok(())
 }
 

@@ -228,7 +228,7 @@ pub fn write_dockerfile(dir: &Path, opts: &DockerfileOptions) -> Result<std::pat
         )));
     }
     let text = dockerfile(&name, opts)?;
-    opship_core::fsutil::write_atomic(&target, text.as_bytes())?;
+    opship_core::fsutil::write_atomic_with_mode(&target, text.as_bytes(), 0o644)?;
     Ok(target)
 }
 

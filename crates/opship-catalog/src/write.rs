@@ -146,7 +146,11 @@ pub fn write_fs(cat: &Catalog, dir: &Path, format: Format) -> Result<()> {
         let pdir = dir.join(&pkg);
         std::fs::create_dir_all(&pdir).map_err(|e| crate::Error::io(&pdir, e))?;
         let text = to_string(&cat.package(&pkg), format)?;
-        opship_core::fsutil::write_atomic(&pdir.join(format!("catalog.{ext}")), text.as_bytes())?;
+        opship_core::fsutil::write_atomic_with_mode(
+            &pdir.join(format!("catalog.{ext}")),
+            text.as_bytes(),
+            0o644,
+        )?;
     }
     Ok(())
 }
