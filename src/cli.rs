@@ -504,18 +504,24 @@ pub struct CatalogAddArgs {
     /// Image reference of the bundle (default: the registry reference given to --bundle).
     #[arg(long, value_name = "REF")]
     pub image: Option<String>,
-    /// Channels to add it to, comma-separated (created when missing).
-    #[arg(long, short = 'C', value_delimiter = ',', required = true)]
+    /// Channels to add it to, comma-separated (created when missing; default: the target's
+    /// or the project's channels).
+    #[arg(long, short = 'C', value_delimiter = ',')]
     pub channel: Vec<String>,
-    /// Catalog directory; the package lives in `<index>/<package>/`.
-    #[arg(long, default_value = "index")]
-    pub index: PathBuf,
+    /// A catalog of `catalogs:` in opship.yaml: its directory, CSV format, channels and
+    /// skipRange policy (flags still win).
+    #[arg(long, value_name = "NAME")]
+    pub target: Option<String>,
+    /// Catalog directory; the package lives in `<index>/<package>/` (default: the target's
+    /// `dir`, else `index`).
+    #[arg(long)]
+    pub index: Option<PathBuf>,
     /// Make this channel the package's default.
     #[arg(long, value_name = "CHANNEL")]
     pub default_channel: Option<String>,
-    /// skipRange of the new entry.
-    #[arg(long, value_enum, default_value_t = SkipRangeArg::None, conflicts_with = "skip_range_value")]
-    pub skip_range: SkipRangeArg,
+    /// skipRange of the new entry (default: the target's policy, else none).
+    #[arg(long, value_enum, conflicts_with = "skip_range_value")]
+    pub skip_range: Option<SkipRangeArg>,
     /// A literal skipRange for the new entry.
     #[arg(long, value_name = "RANGE")]
     pub skip_range_value: Option<String>,
@@ -525,9 +531,9 @@ pub struct CatalogAddArgs {
     /// Replace a bundle of the same version instead of refusing.
     #[arg(long)]
     pub replace: bool,
-    /// How to carry the CSV.
-    #[arg(long, value_enum, default_value_t = CsvFormatArg::BundleObject, conflicts_with = "ocp_version")]
-    pub csv_format: CsvFormatArg,
+    /// How to carry the CSV (default: from the target, else bundle-object).
+    #[arg(long, value_enum, conflicts_with = "ocp_version")]
+    pub csv_format: Option<CsvFormatArg>,
     /// Target OpenShift version: 4.17 and newer get `csv-metadata`, older `bundle-object`.
     #[arg(long, value_name = "4.X")]
     pub ocp_version: Option<String>,

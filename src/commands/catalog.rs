@@ -16,12 +16,12 @@ use crate::cli::{
     SkipsArg, TemplateKind,
 };
 
-/// Runs `opship catalog ...`.
-pub fn run(cmd: &CatalogCommand) -> Result<ExitStatus, CmdError> {
+/// Runs `opship catalog ...`; `config` is the `--config` given, if any.
+pub fn run(cmd: &CatalogCommand, config: Option<&Path>) -> Result<ExitStatus, CmdError> {
     match cmd {
         CatalogCommand::Render(a) => render(a),
         CatalogCommand::Validate(a) => validate(a),
-        CatalogCommand::Add(a) => add(a),
+        CatalogCommand::Add(a) => add(a, config),
         CatalogCommand::Deprecate(a) => deprecate(a),
         CatalogCommand::Graph(a) => graph(a),
         CatalogCommand::Template(a) => template(a),
@@ -190,7 +190,92 @@ fn validate(args: &CatalogValidateArgs) -> Result<ExitStatus, CmdError> {
     })
 }
 
-fn add(args: &CatalogAddArgs) -> Result<ExitStatus, CmdError> {
+fn add(args: &CatalogAddArgs, config: Option<&Path>) -> Result<ExitStatus, CmdError> {
+    // A `catalogs:` target of opship.yaml supplies defaults; flags win.
+    let project = match &args.target {
+        Some(_) => Some(super::load_project(config)?.ok_or(
+            "--target needs the project config (opship.yaml or --config) that lists `catalogs:`",
+        )?),
+        None => None,
+    };
+    let target = match (&args.target, &project) {
+        (Some(name), Some(p)) => Some(
+            p.config
+                .catalogs
+                .iter()
+                .find(|c| &c.name == name)
+                .ok_or_else(|| {
+                    let names: Vec<&str> =
+                        p.config.catalogs.iter().map(|c| c.name.as_str()).collect();
+                    format!(
+                        "no catalog target `{name}` in {} (targets: {})",
+                        p.path.display(),
+                        if names.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            names.join(", ")
+                        }
+                    )
+                })?,
+        ),
+        _ => None,
+    };
+    let index = match (&args.index, target, &project) {
+        (Some(i), _, _) => i.clone(),
+        (None, Some(t), Some(p)) => p.resolve(&t.dir),
+        _ => PathBuf::from("index"),
+    };
+    let channels = if !args.channel.is_empty() {
+        args.channel.clone()
+    } else if let Some(c) = target.and_then(|t| t.channels.clone()) {
+        c
+    } else if let Some(p) = project.as_ref().filter(|p| !p.config.channels.is_empty()) {
+        p.config.channels.clone()
+    } else {
+        return Err(
+            "name the channels: --channel stable[,fast] (or a --target with channels)".into(),
+        );
+    };
+    let format = match (args.csv_format, &args.ocp_version, target) {
+        (Some(f), _, _) => csv_format(f, None)?,
+        (None, Some(v), _) => csv_format(CsvFormatArg::BundleObject, Some(v))?,
+        (None, None, Some(t)) => match (t.csv_format.as_deref(), t.ocp_version.as_deref()) {
+            (Some("csv-metadata"), _) => CsvFormat::CsvMetadata,
+            (Some("bundle-object"), _) => CsvFormat::BundleObject,
+            (Some(other), _) => {
+                return Err(format!(
+                    "catalog target `{}`: csvFormat `{other}` is not bundle-object or csv-metadata",
+                    t.name
+                )
+                .into());
+            }
+            (None, v) => csv_format(CsvFormatArg::BundleObject, v)?,
+        },
+        (None, None, None) => CsvFormat::BundleObject,
+    };
+    let skip_range = match (
+        &args.skip_range_value,
+        args.skip_range,
+        target.and_then(|t| t.skip_range.as_deref()),
+    ) {
+        (Some(r), _, _) => add::SkipRangePolicy::Custom(r.clone()),
+        (None, Some(p), _) => match p {
+            SkipRangeArg::None => add::SkipRangePolicy::None,
+            SkipRangeArg::Minor => add::SkipRangePolicy::Minor,
+            SkipRangeArg::Major => add::SkipRangePolicy::Major,
+            SkipRangeArg::All => add::SkipRangePolicy::All,
+        },
+        (None, None, Some("minor")) => add::SkipRangePolicy::Minor,
+        (None, None, Some("major")) => add::SkipRangePolicy::Major,
+        (None, None, Some("all")) => add::SkipRangePolicy::All,
+        (None, None, Some("none") | None) => add::SkipRangePolicy::None,
+        (None, None, Some(other)) => {
+            return Err(format!(
+                "catalog target skipRange `{other}`: expected none, minor, major or all"
+            )
+            .into());
+        }
+    };
     let path = PathBuf::from(&args.bundle);
     let is_local = path.is_dir()
         || matches!(
@@ -207,7 +292,7 @@ fn add(args: &CatalogAddArgs) -> Result<ExitStatus, CmdError> {
     let cat = render_ref(
         &args.bundle,
         args.image.as_deref(),
-        csv_format(args.csv_format, args.ocp_version.as_deref())?,
+        format,
         &args.registry,
         args.pin_digest,
     )?;
@@ -218,15 +303,9 @@ fn add(args: &CatalogAddArgs) -> Result<ExitStatus, CmdError> {
         )
     })?;
     let opts = add::AddOptions {
-        channels: args.channel.clone(),
+        channels,
         default_channel: args.default_channel.clone(),
-        skip_range: match (&args.skip_range_value, args.skip_range) {
-            (Some(r), _) => add::SkipRangePolicy::Custom(r.clone()),
-            (None, SkipRangeArg::None) => add::SkipRangePolicy::None,
-            (None, SkipRangeArg::Minor) => add::SkipRangePolicy::Minor,
-            (None, SkipRangeArg::Major) => add::SkipRangePolicy::Major,
-            (None, SkipRangeArg::All) => add::SkipRangePolicy::All,
-        },
+        skip_range,
         skips: match args.skips {
             SkipsArg::None => add::SkipsPolicy::None,
             SkipsArg::SameMinor => add::SkipsPolicy::SameMinor,
@@ -234,7 +313,7 @@ fn add(args: &CatalogAddArgs) -> Result<ExitStatus, CmdError> {
         replace: args.replace,
     };
     let name = bundle.name.clone();
-    let out = add::add(&args.index, bundle, &opts)?;
+    let out = add::add(&index, bundle, &opts)?;
     let mut msg = String::new();
     for (ch, e) in &out.entries {
         msg.push_str(&format!("{ch}: {}", e.name));

@@ -54,7 +54,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CmdError> {
         Command::Inspect(args) => registry::inspect(&args),
         Command::Tags(args) => registry::tags(&args),
         Command::Login(args) => registry::login(&args),
-        Command::Catalog(cmd) => catalog::run(&cmd),
+        Command::Catalog(cmd) => catalog::run(&cmd, cli.global.config.as_deref()),
     }
 }
 

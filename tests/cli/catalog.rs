@@ -773,3 +773,80 @@ fn committed_index_is_up_to_date() {
     );
     validate(&repo().join("index"));
 }
+
+/// `catalogs:` targets in opship.yaml: one release added to a 4.16 and a 4.17 catalog gets the
+/// CSV format each OpenShift version requires, the target's directory and channels.
+#[test]
+fn config_targets_pick_directory_format_and_channels() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("opship.yaml");
+    std::fs::write(
+        &cfg,
+        "package: memcached-operator\nchannels: [stable]\ncatalogs:\n  - name: v4.16\n    dir: catalogs/v4.16\n    ocpVersion: \"4.16\"\n  - name: v4.17\n    dir: catalogs/v4.17\n    ocpVersion: \"4.17\"\n    channels: [stable, fast]\n    skipRange: minor\n",
+    )
+    .unwrap();
+    for target in ["v4.16", "v4.17"] {
+        for v in ["0.1.0", "0.2.0"] {
+            ok(opship().args([
+                "-c",
+                cfg.to_str().unwrap(),
+                "catalog",
+                "add",
+                "--target",
+                target,
+                "--bundle",
+                repo().join("bundle").join(v).to_str().unwrap(),
+                "--image",
+                &format!("quay.io/example/memcached-operator-bundle:v{v}"),
+            ]));
+        }
+    }
+    let c416 = tmp.path().join("catalogs/v4.16");
+    let c417 = tmp.path().join("catalogs/v4.17");
+    validate(&c416);
+    validate(&c417);
+    let props = |dir: &Path| -> Vec<String> {
+        blobs(dir)
+            .into_iter()
+            .filter(|b| b["schema"] == "olm.bundle")
+            .flat_map(|b| {
+                b["properties"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|p| p["type"].as_str().unwrap().to_owned())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    assert!(props(&c416).iter().any(|t| t == "olm.bundle.object"));
+    assert!(!props(&c416).iter().any(|t| t == "olm.csv.metadata"));
+    assert!(props(&c417).iter().any(|t| t == "olm.csv.metadata"));
+    assert!(!props(&c417).iter().any(|t| t == "olm.bundle.object"));
+    assert_eq!(channels(&c416).keys().collect::<Vec<_>>(), ["stable"]);
+    assert_eq!(
+        channels(&c417).keys().collect::<Vec<_>>(),
+        ["fast", "stable"]
+    );
+    // The 4.17 target's skipRange policy is minor; 0.2.0 is the first of its minor: none.
+    assert_eq!(
+        channels(&c417)["stable"][1],
+        e(&format!("{PKG}.v0.2.0"), &format!("{PKG}.v0.1.0"), "")
+    );
+    let r = run(opship().args([
+        "-c",
+        cfg.to_str().unwrap(),
+        "catalog",
+        "add",
+        "--target",
+        "v9",
+        "--bundle",
+        "x",
+    ]));
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("no catalog target `v9`") && r.stderr.contains("v4.16, v4.17"),
+        "{}",
+        r.stderr
+    );
+}
