@@ -74,6 +74,17 @@ fn render_ref(
         return Ok(render::render_image(&layout, &tag, path, image, format)?);
     }
     let text = arg.strip_prefix("docker://").unwrap_or(arg);
+    // As Docker decides: a registry reference starts with a host (a `.` or `:` in the first
+    // component, or `localhost`); anything else is a path that does not exist.
+    let host_like = text
+        .split_once('/')
+        .is_some_and(|(h, _)| h.contains(['.', ':']) || h == "localhost");
+    if !host_like || path.exists() {
+        return Err(format!(
+            "{arg}: no such bundle or catalog directory, `LAYOUT:TAG` image or REGISTRY/REPO[:TAG] reference"
+        )
+        .into());
+    }
     let reference = opship_oci::registry::parse_reference(text)
         .map_err(|e| format!("{arg}: not a directory, layout image or image reference: {e}"))?;
     let tmp = tempfile::tempdir()?;
@@ -277,6 +288,13 @@ fn add(args: &CatalogAddArgs, config: Option<&Path>) -> Result<ExitStatus, CmdEr
         }
     };
     let path = PathBuf::from(&args.bundle);
+    if path.is_dir() && !render::is_bundle_dir(&path) {
+        return Err(format!(
+            "{}: not a bundle directory (it needs manifests/ and metadata/)",
+            args.bundle
+        )
+        .into());
+    }
     let is_local = path.is_dir()
         || matches!(
             opship_validate::Source::parse(&path),

@@ -434,8 +434,30 @@ fn bad_input_is_an_error_naming_the_file() {
     let r = run(opship().args(["catalog", "validate", tmp.path().to_str().unwrap()]));
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("broken.yaml:"), "{}", r.stderr);
-    let r = run(opship().args(["catalog", "render", "/nonexistent/dir"]));
+    for missing in ["/nonexistent/dir", "nonexistent", "/etc/hostname"] {
+        let r = run(opship().args(["catalog", "render", missing]));
+        assert_eq!(r.code, 2);
+        assert!(
+            r.stderr.contains("no such bundle or catalog directory"),
+            "{missing}: {}",
+            r.stderr
+        );
+    }
+    let r = run(opship().args([
+        "catalog",
+        "add",
+        "--bundle",
+        tmp.path().to_str().unwrap(),
+        "--image",
+        "x.io/y:v1",
+        "--channel",
+        "stable",
+        "--index",
+        tmp.path().join("ix").to_str().unwrap(),
+    ]));
     assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("not a bundle directory"), "{}", r.stderr);
+    assert!(!tmp.path().join("ix").exists(), "nothing written");
 }
 
 fn tool(name: &str) -> Command {
