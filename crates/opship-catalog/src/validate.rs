@@ -525,7 +525,10 @@ pub fn validate(cat: &Catalog) -> Report {
 
     for pkg in &packages {
         let channels = package_channels.get(pkg);
-        if channels.is_none_or(BTreeSet::is_empty) {
+        let default = default_channels.get(pkg).copied().unwrap_or_default();
+        // With a default channel named, opm creates it (empty), so the package has a channel
+        // and only that channel's emptiness is reported.
+        if channels.is_none_or(BTreeSet::is_empty) && default.is_empty() {
             c.push(
                 &DEFAULT_CHANNEL,
                 pkg,
@@ -533,7 +536,6 @@ pub fn validate(cat: &Catalog) -> Report {
                 "package must contain at least one channel".into(),
             );
         }
-        let default = default_channels.get(pkg).copied().unwrap_or_default();
         if default.is_empty() {
             c.push(
                 &DEFAULT_CHANNEL,

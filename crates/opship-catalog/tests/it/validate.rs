@@ -452,6 +452,12 @@ fn json_output_has_opms_shape() {
 fn structural_rules_each_have_a_fixture() {
     let ok_bundle = bundle("demo.v0.1.0", "0.1.0") + &channel("stable", "- name: demo.v0.1.0\n");
     let cases: Vec<(String, &str, &str)> = vec![
+        // Only the package: opm creates the default channel empty and reports that.
+        (
+            String::new(),
+            "FBC007",
+            "invalid channel \"stable\":\n        └── channel must contain at least one bundle",
+        ),
         (
             ok_bundle.clone() + "---\nschema: olm.package\nname: demo\ndefaultChannel: stable\n",
             "FBC001",
