@@ -88,12 +88,25 @@ fn corpus_catalogs() -> Vec<(String, std::path::PathBuf)> {
     out
 }
 
-/// `opm render DIR -o json` of each corpus catalog, byte for byte.
+/// `opm render DIR -o json` of each corpus catalog, byte for byte; and opship's YAML output
+/// loads back to the same JSON.
 #[test]
 fn catalog_render_matches_opm_byte_for_byte() {
     for (name, dir) in corpus_catalogs() {
         let cat = load::load_dir(&dir).unwrap();
         let got = write::to_string(&cat, Format::Json).unwrap();
+        let yaml_dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            yaml_dir.path().join("catalog.yaml"),
+            write::to_string(&cat, Format::Yaml).unwrap(),
+        )
+        .unwrap();
+        let again =
+            write::to_string(&load::load_dir(yaml_dir.path()).unwrap(), Format::Json).unwrap();
+        assert!(
+            again == got,
+            "{name}: the YAML output does not load back to the same catalog"
+        );
         let expected = std::fs::read_to_string(
             corpus_dir().join(format!("expected/catalog-render/{name}.json")),
         )
