@@ -598,6 +598,17 @@ pub struct CatalogGraphArgs {
     pub registry: RegistryArgs,
 }
 
+/// What `catalog template` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TemplateOutput {
+    /// opm's JSON.
+    Json,
+    /// YAML, keys sorted.
+    Yaml,
+    /// The upgrade graph of the result (as opm's `render-template -o mermaid`).
+    Mermaid,
+}
+
 /// Template type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TemplateKind {
@@ -615,8 +626,8 @@ pub struct CatalogTemplateArgs {
     /// Template file (`-` for standard input).
     pub file: PathBuf,
     /// Output format.
-    #[arg(long, short, value_enum, default_value_t = CatalogOutput::Json)]
-    pub output: CatalogOutput,
+    #[arg(long, short, value_enum, default_value_t = TemplateOutput::Json)]
+    pub output: TemplateOutput,
     /// How to carry the CSV of rendered bundles.
     #[arg(long, value_enum, default_value_t = CsvFormatArg::BundleObject, conflicts_with = "ocp_version")]
     pub csv_format: CsvFormatArg,

@@ -13,7 +13,7 @@ use crate::cli::{
     CatalogAddArgs, CatalogBuildArgs, CatalogCommand, CatalogDeprecateArgs, CatalogDockerfileArgs,
     CatalogGraphArgs, CatalogOutput, CatalogRenderArgs, CatalogReport, CatalogTemplateArgs,
     CatalogValidateArgs, CsvFormatArg, GraphFormat, ImageFormat, RegistryArgs, SkipRangeArg,
-    SkipsArg, TemplateKind,
+    SkipsArg, TemplateKind, TemplateOutput,
 };
 
 /// Runs `opship catalog ...`; `config` is the `--config` given, if any.
@@ -412,13 +412,13 @@ fn template(args: &CatalogTemplateArgs) -> Result<ExitStatus, CmdError> {
         TemplateKind::Basic => opship_catalog::template::basic(&text, &args.file, &renderer)?,
         TemplateKind::Semver => opship_catalog::template::semver(&text, &args.file, &renderer)?,
     };
-    let text = write::to_string(
-        &cat,
-        match args.output {
-            CatalogOutput::Json => Format::Json,
-            CatalogOutput::Yaml => Format::Yaml,
-        },
-    )?;
+    let text = match args.output {
+        TemplateOutput::Json => write::to_string(&cat, Format::Json)?,
+        TemplateOutput::Yaml => write::to_string(&cat, Format::Yaml)?,
+        TemplateOutput::Mermaid => {
+            opship_catalog::graph::mermaid(&cat, &opship_catalog::graph::GraphOptions::default())?
+        }
+    };
     write_stdout(&text)?;
     Ok(ExitStatus::Success)
 }
