@@ -80,6 +80,9 @@ HTTP only for loopback registries or with --insecure.\n\nExample:\n  opship push
     /// Helm charts from bundles: render, package, index, push.
     #[command(subcommand)]
     Chart(ChartCommand),
+    /// File-based catalogs: render, validate, add releases, deprecate, graph, templates, image.
+    #[command(subcommand)]
+    Catalog(CatalogCommand),
 }
 
 /// Options of every registry command.
@@ -473,4 +476,321 @@ mod tests {
         use clap::CommandFactory;
         super::Cli::command().debug_assert();
     }
+}
+
+/// `opship catalog ...`.
+#[derive(Debug, Subcommand)]
+pub enum CatalogCommand {
+    /// Print the FBC of bundle directories, bundle or catalog images, or catalog directories,
+    /// exactly as `opm render` does.
+    #[command(
+        after_help = "Examples:\n  opship catalog render bundle/0.3.0 --image quay.io/example/op-bundle:v0.3.0\n  opship catalog render index --output yaml\n  opship catalog render dist/oci:0.3.0 --image quay.io/example/op-bundle:v0.3.0\n  opship catalog render 127.0.0.1:5000/op-bundle:v0.3.0 --csv-format csv-metadata"
+    )]
+    Render(CatalogRenderArgs),
+    /// Check a catalog directory with opm's rules (and lints opm lacks).
+    #[command(
+        after_help = "Exit 0 when opm would accept the catalog, 1 when not.\n\nExample:\n  opship catalog validate index"
+    )]
+    Validate(CatalogValidateArgs),
+    /// Add a bundle as the new head of channels of its package in a catalog directory.
+    #[command(
+        after_help = "Example:\n  opship catalog add --bundle bundle/0.3.0 --image quay.io/example/op-bundle:v0.3.0 --channel stable,fast --skip-range minor"
+    )]
+    Add(CatalogAddArgs),
+    /// Deprecate a package, channel or bundle (writes `olm.deprecations`).
+    Deprecate(CatalogDeprecateArgs),
+    /// Draw the upgrade graph of each package and channel.
+    #[command(after_help = "Example:\n  opship catalog graph index --format mermaid > graph.mmd")]
+    Graph(CatalogGraphArgs),
+    /// Render a catalog template (opm's `basic` or `semver`).
+    #[command(
+        after_help = "Examples:\n  opship catalog template basic catalog-templates/v4.16.yaml -o yaml\n  opship catalog template semver semver.yaml"
+    )]
+    Template(CatalogTemplateArgs),
+    /// Build the catalog image (FROM scratch, /configs, configs label) into an OCI layout.
+    #[command(
+        after_help = "Prints `TAG DIGEST`.\n\nExample:\n  opship catalog build index --layout dist/catalog-oci --tag v4.17\n  opship push dist/catalog-oci:v4.17 quay.io/example/catalog:v4.17"
+    )]
+    Build(CatalogBuildArgs),
+    /// Write `<dir>.Dockerfile` next to a catalog directory, as `opm generate dockerfile`.
+    Dockerfile(CatalogDockerfileArgs),
+}
+
+/// How the CSV of a rendered bundle is carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CsvFormatArg {
+    /// One `olm.bundle.object` per manifest (OpenShift <= 4.16; opm's default).
+    BundleObject,
+    /// `olm.csv.metadata` instead of bundle objects (OpenShift >= 4.17).
+    CsvMetadata,
+}
+
+/// Catalog text format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CatalogOutput {
+    /// opm's JSON.
+    Json,
+    /// YAML, keys sorted.
+    Yaml,
+}
+
+#[derive(Debug, Args)]
+pub struct CatalogRenderArgs {
+    /// Bundle directories, catalog directories, `LAYOUT:TAG` images or registry references.
+    #[arg(required = true, value_name = "REF")]
+    pub refs: Vec<String>,
+    /// Image reference written into bundles rendered from a directory or layout.
+    #[arg(long, value_name = "REF")]
+    pub image: Option<String>,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = CatalogOutput::Json)]
+    pub output: CatalogOutput,
+    /// How to carry the CSV.
+    #[arg(long, value_enum, default_value_t = CsvFormatArg::BundleObject, conflicts_with = "ocp_version")]
+    pub csv_format: CsvFormatArg,
+    /// Target OpenShift version: 4.17 and newer get `csv-metadata`, older `bundle-object`.
+    #[arg(long, value_name = "4.X")]
+    pub ocp_version: Option<String>,
+    /// For a registry image: write `REPO@sha256:...` (the digest pulled and verified) as the
+    /// image instead of the reference as given.
+    #[arg(long, conflicts_with = "image")]
+    pub pin_digest: bool,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// Validation report format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CatalogReport {
+    /// opm's error tree and opship's warnings.
+    Text,
+    /// `{passed, error: {message}, findings: [...]}`.
+    Json,
+    /// The same as YAML.
+    Yaml,
+}
+
+#[derive(Debug, Args)]
+pub struct CatalogValidateArgs {
+    /// Catalog directory.
+    pub dir: PathBuf,
+    /// Report format.
+    #[arg(long, short, value_enum, default_value_t = CatalogReport::Text)]
+    pub output: CatalogReport,
+}
+
+/// skipRange policy of a new entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SkipRangeArg {
+    /// No skipRange.
+    None,
+    /// `>=X.Y.0 <X.Y.Z`.
+    Minor,
+    /// `>=X.0.0 <X.Y.Z`.
+    Major,
+    /// `<X.Y.Z`.
+    All,
+}
+
+/// skips policy of a new entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SkipsArg {
+    /// No skips.
+    None,
+    /// Earlier entries of the same major.minor, except the replaced head.
+    SameMinor,
+}
+
+#[derive(Debug, Args)]
+pub struct CatalogAddArgs {
+    /// The bundle: a directory, a `LAYOUT:TAG` image or a registry reference.
+    #[arg(long, value_name = "REF")]
+    pub bundle: String,
+    /// Image reference of the bundle (default: the registry reference given to --bundle).
+    #[arg(long, value_name = "REF")]
+    pub image: Option<String>,
+    /// Channels to add it to, comma-separated (created when missing; default: the target's
+    /// or the project's channels).
+    #[arg(long, short = 'C', value_delimiter = ',')]
+    pub channel: Vec<String>,
+    /// A catalog of `catalogs:` in opship.yaml: its directory, CSV format, channels and
+    /// skipRange policy (flags still win).
+    #[arg(long, value_name = "NAME")]
+    pub target: Option<String>,
+    /// Catalog directory; the package lives in `<index>/<package>/` (default: the target's
+    /// `dir`, else `index`).
+    #[arg(long)]
+    pub index: Option<PathBuf>,
+    /// Make this channel the package's default.
+    #[arg(long, value_name = "CHANNEL")]
+    pub default_channel: Option<String>,
+    /// skipRange of the new entry (default: the target's policy, else none).
+    #[arg(long, value_enum, conflicts_with = "skip_range_value")]
+    pub skip_range: Option<SkipRangeArg>,
+    /// A literal skipRange for the new entry.
+    #[arg(long, value_name = "RANGE")]
+    pub skip_range_value: Option<String>,
+    /// skips of the new entry.
+    #[arg(long, value_enum, default_value_t = SkipsArg::None)]
+    pub skips: SkipsArg,
+    /// Replace a bundle of the same version instead of refusing.
+    #[arg(long)]
+    pub replace: bool,
+    /// How to carry the CSV (default: from the target, else bundle-object).
+    #[arg(long, value_enum, conflicts_with = "ocp_version")]
+    pub csv_format: Option<CsvFormatArg>,
+    /// Target OpenShift version: 4.17 and newer get `csv-metadata`, older `bundle-object`.
+    #[arg(long, value_name = "4.X")]
+    pub ocp_version: Option<String>,
+    /// For a registry image: write `REPO@sha256:...` (the digest pulled and verified) as the
+    /// image instead of the reference as given.
+    #[arg(long, conflicts_with = "image")]
+    pub pin_digest: bool,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["bundle", "channel", "whole_package"])))]
+pub struct CatalogDeprecateArgs {
+    /// The package.
+    #[arg(long)]
+    pub package: String,
+    /// Deprecate this bundle (its name).
+    #[arg(long)]
+    pub bundle: Option<String>,
+    /// Deprecate this channel.
+    #[arg(long)]
+    pub channel: Option<String>,
+    /// Deprecate the whole package.
+    #[arg(long)]
+    pub whole_package: bool,
+    /// What users are told.
+    #[arg(long, short)]
+    pub message: String,
+    /// Catalog directory.
+    #[arg(long, default_value = "index")]
+    pub index: PathBuf,
+}
+
+/// Graph format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GraphFormat {
+    /// Mermaid (opm's `alpha render-graph`).
+    Mermaid,
+    /// Graphviz dot.
+    Dot,
+}
+
+#[derive(Debug, Args)]
+pub struct CatalogGraphArgs {
+    /// Catalog directory (or any reference `catalog render` takes).
+    #[arg(value_name = "REF")]
+    pub dir: String,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = GraphFormat::Mermaid)]
+    pub format: GraphFormat,
+    /// Only this package.
+    #[arg(long, short)]
+    pub package: Option<String>,
+    /// Mark skipped entries, whose edges OLM v0 ignores.
+    #[arg(long)]
+    pub draw_v0_semantics: bool,
+    /// Only edges from this bundle's version on.
+    #[arg(long, value_name = "BUNDLE")]
+    pub minimum_edge: Option<String>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// What `catalog template` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TemplateOutput {
+    /// opm's JSON.
+    Json,
+    /// YAML, keys sorted.
+    Yaml,
+    /// The upgrade graph of the result (as opm's `render-template -o mermaid`).
+    Mermaid,
+}
+
+/// Template type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TemplateKind {
+    /// `olm.template.basic` or a plain FBC stream with image-only bundles.
+    Basic,
+    /// `olm.semver`.
+    Semver,
+}
+
+#[derive(Debug, Args)]
+pub struct CatalogTemplateArgs {
+    /// Template type.
+    #[arg(value_enum)]
+    pub kind: TemplateKind,
+    /// Template file (`-` for standard input).
+    pub file: PathBuf,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = TemplateOutput::Json)]
+    pub output: TemplateOutput,
+    /// How to carry the CSV of rendered bundles.
+    #[arg(long, value_enum, default_value_t = CsvFormatArg::BundleObject, conflicts_with = "ocp_version")]
+    pub csv_format: CsvFormatArg,
+    /// Target OpenShift version: 4.17 and newer get `csv-metadata`, older `bundle-object`.
+    #[arg(long, value_name = "4.X")]
+    pub ocp_version: Option<String>,
+    /// Write registry bundles as `REPO@sha256:...` (the digest pulled and verified) instead
+    /// of the reference as written in the template.
+    #[arg(long)]
+    pub pin_digest: bool,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CatalogBuildArgs {
+    /// Catalog directory.
+    pub dir: PathBuf,
+    /// OCI layout to write into.
+    #[arg(long, default_value = "dist/catalog-oci")]
+    pub layout: PathBuf,
+    /// Tag in the layout.
+    #[arg(long, default_value = "latest")]
+    pub tag: String,
+    /// Extra label `key=value` (repeatable).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub label: Vec<String>,
+    /// Manifest media types (FROM-scratch images).
+    #[arg(long, value_enum, default_value_t = ImageFormat::Oci)]
+    pub format: ImageFormat,
+    /// Build on an opm base image instead of scratch (OLM v0 with the opm binary):
+    /// `LAYOUT:TAG` (an image or a multi-arch index, e.g. from `skopeo copy --all`) or a
+    /// registry reference (single-platform).
+    #[arg(long, value_name = "IMAGE")]
+    pub base: Option<String>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CatalogDockerfileArgs {
+    /// Catalog directory.
+    pub dir: PathBuf,
+    /// Final stage image (`scratch` for a binary-less catalog).
+    #[arg(
+        long,
+        short = 'i',
+        default_value = "quay.io/operator-framework/opm:latest"
+    )]
+    pub base_image: String,
+    /// Builder stage image (must contain /bin/opm).
+    #[arg(
+        long,
+        short = 'b',
+        default_value = "quay.io/operator-framework/opm:latest"
+    )]
+    pub builder_image: String,
+    /// Extra label `key=value` (repeatable).
+    #[arg(long, short = 'l', value_name = "KEY=VALUE")]
+    pub extra_labels: Vec<String>,
 }

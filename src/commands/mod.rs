@@ -3,6 +3,7 @@
 mod build;
 mod chart;
 mod digests;
+mod catalog;
 mod generate;
 mod init;
 mod registry;
@@ -56,6 +57,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CmdError> {
         Command::Tags(args) => registry::tags(&args),
         Command::Login(args) => registry::login(&args),
         Command::Chart(cmd) => chart::run(cmd, cli.global.config.as_deref()),
+        Command::Catalog(cmd) => catalog::run(&cmd, cli.global.config.as_deref()),
     }
 }
 

@@ -5,6 +5,7 @@ mod bad_input;
 mod build;
 mod chart;
 mod digests;
+mod catalog;
 mod generate;
 mod registry;
 mod validate;

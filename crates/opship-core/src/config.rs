@@ -62,6 +62,32 @@ pub struct Config {
     /// `generate bundle` pins images to digests, as with `--use-image-digests`.
     #[serde(default)]
     pub use_image_digests: bool,
+    /// File-based catalogs releases are added to, one per target (e.g. per OpenShift version).
+    #[serde(default)]
+    pub catalogs: Vec<CatalogTarget>,
+}
+
+/// One file-based catalog a release goes into (`opship catalog add --target NAME`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CatalogTarget {
+    /// Name used with `--target`, e.g. `v4.17`.
+    pub name: String,
+    /// The catalog directory (the package lives in `<dir>/<package>/`).
+    pub dir: PathBuf,
+    /// Target OpenShift version: 4.17 and newer get `olm.csv.metadata`, older
+    /// `olm.bundle.object`.
+    #[serde(default)]
+    pub ocp_version: Option<String>,
+    /// `bundle-object` or `csv-metadata` (instead of `ocpVersion`).
+    #[serde(default)]
+    pub csv_format: Option<String>,
+    /// Channels of this catalog (default: the project's `channels`).
+    #[serde(default)]
+    pub channels: Option<Vec<String>>,
+    /// skipRange policy of new entries: `none`, `minor`, `major` or `all`.
+    #[serde(default)]
+    pub skip_range: Option<String>,
 }
 
 /// The operator image and how manifests refer to it before release.
