@@ -1,9 +1,9 @@
 //! Dispatch from parsed command lines to the libraries, and the exit status each outcome maps to.
 
 mod build;
+mod catalog;
 mod chart;
 mod digests;
-mod catalog;
 mod generate;
 mod init;
 mod registry;

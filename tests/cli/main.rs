@@ -3,9 +3,9 @@
 
 mod bad_input;
 mod build;
+mod catalog;
 mod chart;
 mod digests;
-mod catalog;
 mod generate;
 mod registry;
 mod validate;
