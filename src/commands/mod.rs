@@ -4,6 +4,7 @@ mod build;
 mod generate;
 mod init;
 mod registry;
+mod sign;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -11,7 +12,7 @@ use std::process::ExitCode;
 
 use opship_core::config::{self, Project};
 
-use crate::cli::{Cli, Command, GenerateCommand};
+use crate::cli::{Cli, Command, GenerateCommand, KeyCommand};
 
 /// Error of a command: anything the libraries report, shown as one message.
 pub type CmdError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -53,6 +54,9 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CmdError> {
         Command::Inspect(args) => registry::inspect(&args),
         Command::Tags(args) => registry::tags(&args),
         Command::Login(args) => registry::login(&args),
+        Command::Key(KeyCommand::Generate(args)) => sign::generate(&args),
+        Command::Sign(args) => sign::sign(&args),
+        Command::Verify(args) => sign::verify(&args),
     }
 }
 

@@ -13,7 +13,7 @@ use crate::{Run, opship, repo, run};
 
 const REGISTRY_BIN: &str = "/usr/bin/docker-registry";
 
-fn require(path: &str, package: &str) {
+pub(crate) fn require(path: &str, package: &str) {
     assert!(
         Path::new(path).exists() || which(path),
         "`{path}` is not installed: `apt-get install -y {package}` (scripts/test does this)"
@@ -26,15 +26,15 @@ fn which(name: &str) -> bool {
 }
 
 /// A `docker-registry` on 127.0.0.1, killed on drop.
-struct TestRegistry {
+pub(crate) struct TestRegistry {
     child: Child,
     /// `127.0.0.1:PORT`.
-    addr: String,
+    pub(crate) addr: String,
     _dir: tempfile::TempDir,
 }
 
 impl TestRegistry {
-    fn start(htpasswd: Option<(&str, &str)>) -> Self {
+    pub(crate) fn start(htpasswd: Option<(&str, &str)>) -> Self {
         require(REGISTRY_BIN, "docker-registry");
         let dir = tempfile::tempdir().unwrap();
         let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -119,7 +119,7 @@ impl Drop for TestRegistry {
 }
 
 /// `opship` with an empty HOME and no other credential sources from the environment.
-fn isolated(home: &Path) -> Command {
+pub(crate) fn isolated(home: &Path) -> Command {
     let mut c = opship();
     c.env("HOME", home)
         .env_remove("DOCKER_CONFIG")
@@ -130,7 +130,7 @@ fn isolated(home: &Path) -> Command {
 }
 
 /// Runs a command with `stdin` as its standard input.
-fn run_stdin(cmd: &mut Command, stdin: &str) -> Run {
+pub(crate) fn run_stdin(cmd: &mut Command, stdin: &str) -> Run {
     let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -151,7 +151,7 @@ fn run_stdin(cmd: &mut Command, stdin: &str) -> Run {
     }
 }
 
-fn ok(r: Run, what: &str) -> Run {
+pub(crate) fn ok(r: Run, what: &str) -> Run {
     assert_eq!(
         r.code, 0,
         "{what}\nstdout:\n{}\nstderr:\n{}",
@@ -160,18 +160,18 @@ fn ok(r: Run, what: &str) -> Run {
     r
 }
 
-fn skopeo() -> Command {
+pub(crate) fn skopeo() -> Command {
     require("skopeo", "skopeo");
     Command::new("skopeo")
 }
 
-fn json(text: &str) -> serde_json::Value {
+pub(crate) fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
 /// Builds `bundle/<version>` into a layout under `tmp` with tag `<version>`; returns
 /// (layout, digest).
-fn build(tmp: &Path, version: &str) -> (PathBuf, String) {
+pub(crate) fn build(tmp: &Path, version: &str) -> (PathBuf, String) {
     let layout = tmp.join("oci");
     let r = ok(
         run(opship()
