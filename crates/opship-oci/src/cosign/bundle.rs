@@ -174,7 +174,7 @@ pub async fn attach(
     registry
         .put_manifest_bytes(&by_digest(&referrer), &bytes, media::OCI_MANIFEST)
         .await?;
-    if registry.has_referrers_api(reference, digest).await? {
+    if registry.referrers_index(reference, digest).await?.is_some() {
         return Ok(format!(
             "{}@{referrer} (referrers API)",
             reference.repository()
@@ -237,11 +237,19 @@ pub async fn verify_attached(
         reference.repository().to_owned(),
         format!("sha256-{}", digest.hex()),
     );
-    let Some(raw) = registry.manifest_if_any(&tag_ref).await? else {
-        return Ok(Vec::new());
+    // The referrers API when the registry has one, else the fallback tag.
+    let (bytes, what) = match registry.referrers_index(reference, digest).await? {
+        Some(b) => (
+            b,
+            format!("referrers of {}@{digest}", reference.repository()),
+        ),
+        None => match registry.manifest_if_any(&tag_ref).await? {
+            Some(raw) => (raw.bytes, tag_ref.whole()),
+            None => return Ok(Vec::new()),
+        },
     };
-    let index: serde_json::Value = serde_json::from_slice(&raw.bytes)
-        .map_err(|e| Error::Signature(format!("{}: not JSON: {e}", tag_ref.whole())))?;
+    let index: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| Error::Signature(format!("{what}: not JSON: {e}")))?;
     let mut out = Vec::new();
     for m in index
         .get("manifests")
@@ -278,7 +286,7 @@ pub async fn verify_attached(
                 }
             }
         };
-        out.push((format!("{}@{d}", reference.repository()), outcome));
+        out.push((r.whole(), outcome));
     }
     Ok(out)
 }

@@ -122,10 +122,14 @@ impl Registry {
         Ok(Digest::of(bytes))
     }
 
-    /// Whether the registry answers `GET /v2/<repo>/referrers/<digest>` (OCI 1.1 referrers
-    /// API). A 404 means no API, so clients keep the `sha256-<hex>` fallback tag up to date;
-    /// distribution 2.8.2 answers 404.
-    pub async fn has_referrers_api(&self, reference: &Reference, digest: &Digest) -> Result<bool> {
+    /// The image index `GET /v2/<repo>/referrers/<digest>` answers (OCI 1.1 referrers API),
+    /// or `None` when the registry has no such API (any other answer, e.g. distribution
+    /// 2.8.2's 404): clients then keep the `sha256-<hex>` fallback tag up to date.
+    pub async fn referrers_index(
+        &self,
+        reference: &Reference,
+        digest: &Digest,
+    ) -> Result<Option<Vec<u8>>> {
         let scheme = if self.http { "http" } else { "https" };
         let url = format!(
             "{scheme}://{}/v2/{}/referrers/{digest}",
@@ -148,12 +152,16 @@ impl Registry {
                 }
             })
             .await?;
-        let ok = res.status().is_success()
+        let is_index = res.status().is_success()
             && res
                 .headers()
                 .get(reqwest::header::CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|v| v.starts_with(media::OCI_INDEX));
-        Ok(ok)
+        if !is_index {
+            return Ok(None);
+        }
+        let body = res.bytes().await.map_err(|e| self.unreachable(e))?;
+        Ok(Some(body.to_vec()))
     }
 }
