@@ -2,19 +2,19 @@
 //! Passwords come from `--password-file`, `COSIGN_PASSWORD` or a no-echo prompt on a
 //! terminal, and are never printed or logged.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use opship_oci::cosign::signing::{self, identity_of};
 use opship_oci::cosign::verification::{self, Identity, Policy, Report};
 use opship_oci::cosign::{PrivateKey, PublicKey};
-use opship_oci::registry::{self, Reference};
+use opship_oci::registry::{self, Reference, Registry};
 use zeroize::Zeroizing;
 
 use super::registry::{client, runtime, split_layout};
 use super::{CmdError, ExitStatus};
-use crate::cli::{KeyGenerateArgs, RegistryOutput, SignArgs, VerifyArgs};
+use crate::cli::{KeyGenerateArgs, RegistryArgs, RegistryOutput, SignArgs, VerifyArgs};
 
 /// An image named on the command line.
 enum Target {
@@ -36,6 +36,20 @@ fn target(s: &str) -> Result<Target, CmdError> {
         return Ok(Target::Layout(dir, tag));
     }
     Ok(Target::Remote(registry::parse_reference(s)?))
+}
+
+/// One client per registry host, reused for every image on it (connections, tokens).
+fn cached<'a>(
+    cache: &'a mut HashMap<String, Registry>,
+    reference: &Reference,
+    args: &RegistryArgs,
+) -> Result<&'a Registry, CmdError> {
+    let host = reference.resolve_registry().to_owned();
+    if !cache.contains_key(&host) {
+        let c = client(reference, args, false)?;
+        cache.insert(host.clone(), c);
+    }
+    Ok(&cache[&host])
 }
 
 /// `key=value` pairs of `-a`.
@@ -139,6 +153,7 @@ pub fn sign(args: &SignArgs) -> Result<ExitStatus, CmdError> {
     let key = PrivateKey::read(&args.key, pw.as_bytes())?;
     drop(pw);
     let rt = runtime()?;
+    let mut clients = HashMap::new();
     let mut out = std::io::stdout().lock();
     for (text, target) in &targets {
         let report = match target {
@@ -150,7 +165,7 @@ pub fn sign(args: &SignArgs) -> Result<ExitStatus, CmdError> {
                 signing::sign_layout(dir, tag, &key, &identity, &notes)?
             }
             Target::Remote(reference) => {
-                let client = client(reference, &args.registry, false)?;
+                let client = cached(&mut clients, reference, &args.registry)?;
                 let digest = rt.block_on(client.resolve(reference))?;
                 match reference.digest() {
                     Some(d) if d != digest.as_str() => {
@@ -168,14 +183,14 @@ pub fn sign(args: &SignArgs) -> Result<ExitStatus, CmdError> {
                     .unwrap_or_else(|| identity_of(reference));
                 let signature = signing::new_signature(&key, &identity, &digest, &notes)?;
                 let report = rt.block_on(signing::push_signatures(
-                    &client,
+                    client,
                     reference,
                     &digest,
                     vec![signature],
                 ))?;
                 if args.bundle_format {
                     let b = rt.block_on(opship_oci::cosign::bundle::attach(
-                        &client, reference, &digest, &key,
+                        client, reference, &digest, &key,
                     ))?;
                     eprintln!("attached a Sigstore bundle: {b}");
                 }
@@ -221,6 +236,7 @@ pub fn verify(args: &VerifyArgs) -> Result<ExitStatus, CmdError> {
     };
     let required = annotations(&args.annotations)?;
     let rt = runtime()?;
+    let mut clients = HashMap::new();
     let mut out = std::io::stdout().lock();
     let mut payloads: Vec<serde_json::Value> = Vec::new();
     let mut failed = 0usize;
@@ -250,9 +266,9 @@ pub fn verify(args: &VerifyArgs) -> Result<ExitStatus, CmdError> {
                         .unwrap_or_else(|| Identity::Repository(identity_of(reference))),
                     annotations: required.clone(),
                 };
-                let client = client(reference, &args.registry, false)?;
+                let client = cached(&mut clients, reference, &args.registry)?;
                 rt.block_on(verification::verify_remote(
-                    &client, reference, &key, &policy,
+                    client, reference, &key, &policy,
                 ))?
             }
         };

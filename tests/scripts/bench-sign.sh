@@ -22,29 +22,28 @@ reg_pid=$!
 until curl -fs "http://127.0.0.1:$port/v2/" >/dev/null; do sleep 0.1; done
 reg=127.0.0.1:$port
 
-"$opship" build --layout "$work/oci" "$corpus"/bundles/*/* >"$work/built.txt"
+# One build per bundle with its own tag (default tags of clashing versions hold a `:`).
 refs=()
 n=0
-while read -r tag _digest; do
+for dir in "$corpus"/bundles/*/*; do
   n=$((n + 1))
-  "$opship" -q push "$work/oci:$tag" "$reg/corpus/bundle-$n:v1" >/dev/null
+  "$opship" -q build --layout "$work/oci" --tag "b$n" "$dir" >/dev/null
+  "$opship" -q push "$work/oci:b$n" "$reg/corpus/bundle-$n:v1" >/dev/null 2>&1
   refs+=("$reg/corpus/bundle-$n:v1")
-done <"$work/built.txt"
+done
 echo "pushed ${#refs[@]} images to $reg"
 
 export COSIGN_PASSWORD=bench
 "$opship" key generate --output-key-prefix "$work/k" 2>/dev/null
 printf '%s\n' "${refs[@]}" >"$work/refs.txt"
 
-echo "== sign all (one process, key decrypted once)"
-/usr/bin/time -f '%e s wall, %U s user, %S s sys, %M KiB max RSS' \
-  "$opship" -q sign --key "$work/k.key" "${refs[@]}" >/dev/null
-echo "== verify all (one process)"
-/usr/bin/time -f '%e s wall, %U s user, %S s sys, %M KiB max RSS' \
-  "$opship" -q verify --key "$work/k.pub" "${refs[@]}" >/dev/null
-echo "== sign each (one process per image, scrypt each time)"
-/usr/bin/time -f '%e s wall, %U s user, %S s sys' bash -c \
-  'while read -r r; do "$0" -q sign --key "$1" "$r" >/dev/null; done <"$2"' "$opship" "$work/k.key" "$work/refs.txt"
+timed() { /usr/bin/time -f '%e s wall, %U s user, %S s sys, %M KiB max RSS' -o "$work/time" "$@"; cat "$work/time"; }
+echo "== sign all ${#refs[@]} (one process, key decrypted once)"
+timed bash -c '"$0" sign --key "$1" "${@:2}" >/dev/null 2>"$1.log"' "$opship" "$work/k.key" "${refs[@]}"
+echo "   $(grep -c "^signed " "$work/k.key.log") images signed"
+echo "== verify all ${#refs[@]} (one process)"
+timed bash -c '"$0" verify --key "$1" "${@:2}" >/dev/null 2>/dev/null && echo "   all verified"' "$opship" "$work/k.pub" "${refs[@]}"
+echo "== sign each (one process per image: key decrypted each time)"
+timed bash -c 'while read -r r; do "$0" sign --key "$1" "$r" >/dev/null 2>&1 || exit 1; done <"$2"' "$opship" "$work/k.key" "$work/refs.txt"
 echo "== verify each (one process per image; 2 signatures per image now)"
-/usr/bin/time -f '%e s wall, %U s user, %S s sys' bash -c \
-  'while read -r r; do "$0" -q verify --key "$1" "$r" >/dev/null 2>&1; done <"$2"' "$opship" "$work/k.pub" "$work/refs.txt"
+timed bash -c 'while read -r r; do "$0" verify --key "$1" "$r" >/dev/null 2>&1 || exit 1; done <"$2"' "$opship" "$work/k.pub" "$work/refs.txt"
