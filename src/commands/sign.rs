@@ -6,6 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
+use futures_util::stream::{self, StreamExt};
+use opship_core::image::oci::Digest;
 use opship_oci::cosign::signing::{self, identity_of};
 use opship_oci::cosign::verification::{self, Identity, Policy, Report};
 use opship_oci::cosign::{PrivateKey, PublicKey};
@@ -38,18 +40,33 @@ fn target(s: &str) -> Result<Target, CmdError> {
     Ok(Target::Remote(registry::parse_reference(s)?))
 }
 
-/// One client per registry host, reused for every image on it (connections, tokens).
-fn cached<'a>(
-    cache: &'a mut HashMap<String, Registry>,
-    reference: &Reference,
+/// Registry images signed or verified at once.
+const PARALLEL: usize = 8;
+
+/// `registry/repository@digest`: one `.sig` manifest.
+fn job_key(reference: &Reference, digest: &Digest) -> String {
+    format!("{}@{digest}", identity_of(reference))
+}
+
+/// One client per registry host of the registry targets (credentials looked up once each).
+fn clients_for(
+    targets: &[(&str, Target)],
     args: &RegistryArgs,
-) -> Result<&'a Registry, CmdError> {
-    let host = reference.resolve_registry().to_owned();
-    if !cache.contains_key(&host) {
-        let c = client(reference, args, false)?;
-        cache.insert(host.clone(), c);
+) -> Result<HashMap<String, Registry>, CmdError> {
+    let mut clients = HashMap::new();
+    for (_, t) in targets {
+        if let Target::Remote(r) = t
+            && !clients.contains_key(r.resolve_registry())
+        {
+            clients.insert(r.resolve_registry().to_owned(), client(r, args, false)?);
+        }
     }
-    Ok(&cache[&host])
+    Ok(clients)
+}
+
+/// The client of `reference`'s host (built by [`clients_for`]).
+fn client_of<'a>(clients: &'a HashMap<String, Registry>, reference: &Reference) -> &'a Registry {
+    &clients[reference.resolve_registry()]
 }
 
 /// `key=value` pairs of `-a`.
@@ -153,49 +170,83 @@ pub fn sign(args: &SignArgs) -> Result<ExitStatus, CmdError> {
     let key = PrivateKey::read(&args.key, pw.as_bytes())?;
     drop(pw);
     let rt = runtime()?;
-    let mut clients = HashMap::new();
+    let clients = clients_for(&targets, &args.registry)?;
+    // Resolve every registry image first, several at a time.
+    let digests = rt.block_on(
+        stream::iter(&targets)
+            .map(|(_, t)| async {
+                match t {
+                    Target::Remote(r) => client_of(&clients, r).resolve(r).await.map(Some),
+                    Target::Layout(..) => Ok(None),
+                }
+            })
+            .buffered(PARALLEL)
+            .collect::<Vec<_>>(),
+    );
+    // One signature per (repository, digest), even when several tags name it: two
+    // read-modify-writes of one `.sig` manifest at once would lose one.
+    let mut jobs: Vec<(String, &Reference, Digest)> = Vec::new();
+    let mut resolved: Vec<Option<Digest>> = Vec::with_capacity(targets.len());
+    for ((text, target), digest) in targets.iter().zip(digests) {
+        let digest = digest?;
+        resolved.push(digest.clone());
+        let (Target::Remote(reference), Some(digest)) = (target, digest) else {
+            continue;
+        };
+        match reference.digest() {
+            Some(d) if d != digest.as_str() => {
+                return Err(
+                    format!("{text}: the registry answers {digest} for that digest").into(),
+                );
+            }
+            Some(_) => {}
+            None => eprintln!("{text} resolved to {digest}; signing the digest"),
+        }
+        let job = job_key(reference, &digest);
+        if !jobs.iter().any(|(k, ..)| *k == job) {
+            jobs.push((job, reference, digest));
+        }
+    }
+    let reports = rt.block_on(
+        stream::iter(&jobs)
+            .map(|(_, reference, digest)| async {
+                let client = client_of(&clients, reference);
+                let identity = args
+                    .identity
+                    .clone()
+                    .unwrap_or_else(|| identity_of(reference));
+                let signature = signing::new_signature(&key, &identity, digest, &notes)?;
+                let report =
+                    signing::push_signatures(client, reference, digest, vec![signature]).await?;
+                if args.bundle_format {
+                    let b =
+                        opship_oci::cosign::bundle::attach(client, reference, digest, &key).await?;
+                    eprintln!("attached a Sigstore bundle: {b}");
+                }
+                Ok::<_, opship_oci::Error>(report)
+            })
+            .buffered(PARALLEL)
+            .collect::<Vec<_>>(),
+    );
+    let mut done: HashMap<String, signing::SignReport> = HashMap::new();
+    for ((job, ..), report) in jobs.iter().zip(reports) {
+        done.insert(job.clone(), report?);
+    }
     let mut out = std::io::stdout().lock();
-    for (text, target) in &targets {
-        let report = match target {
-            Target::Layout(dir, tag) => {
+    for ((text, target), digest) in targets.iter().zip(&resolved) {
+        let report = match (target, digest) {
+            (Target::Layout(dir, tag), _) => {
                 let identity = match &args.identity {
                     Some(i) => i.clone(),
                     None => layout_identity(text, tag)?,
                 };
                 signing::sign_layout(dir, tag, &key, &identity, &notes)?
             }
-            Target::Remote(reference) => {
-                let client = cached(&mut clients, reference, &args.registry)?;
-                let digest = rt.block_on(client.resolve(reference))?;
-                match reference.digest() {
-                    Some(d) if d != digest.as_str() => {
-                        return Err(format!(
-                            "{text}: the registry answers {digest} for that digest"
-                        )
-                        .into());
-                    }
-                    Some(_) => {}
-                    None => eprintln!("{text} resolved to {digest}; signing the digest"),
-                }
-                let identity = args
-                    .identity
-                    .clone()
-                    .unwrap_or_else(|| identity_of(reference));
-                let signature = signing::new_signature(&key, &identity, &digest, &notes)?;
-                let report = rt.block_on(signing::push_signatures(
-                    client,
-                    reference,
-                    &digest,
-                    vec![signature],
-                ))?;
-                if args.bundle_format {
-                    let b = rt.block_on(opship_oci::cosign::bundle::attach(
-                        client, reference, &digest, &key,
-                    ))?;
-                    eprintln!("attached a Sigstore bundle: {b}");
-                }
-                report
-            }
+            (Target::Remote(reference), Some(digest)) => done
+                .get(&job_key(reference, digest))
+                .cloned()
+                .ok_or_else(|| format!("{text}: not signed"))?,
+            (Target::Remote(_), None) => return Err(format!("{text}: not resolved").into()),
         };
         eprintln!(
             "signed {}: {} ({} signature{} there)",
@@ -235,43 +286,55 @@ pub fn verify(args: &VerifyArgs) -> Result<ExitStatus, CmdError> {
         args.identity.clone().map(Identity::Repository)
     };
     let required = annotations(&args.annotations)?;
-    let rt = runtime()?;
-    let mut clients = HashMap::new();
-    let mut out = std::io::stdout().lock();
-    let mut payloads: Vec<serde_json::Value> = Vec::new();
-    let mut failed = 0usize;
-    for (text, target) in &targets {
-        let report: Report = match target {
-            Target::Layout(dir, tag) => {
-                let identity = match &explicit {
-                    Some(i) => i.clone(),
-                    None => Identity::Repository(layout_identity(text, tag).map_err(|_| {
+    // Policies first (the layout identity errors are usage errors, before any network).
+    let policies = targets
+        .iter()
+        .map(|(text, target)| {
+            let identity = match (target, &explicit) {
+                (_, Some(i)) => i.clone(),
+                (Target::Remote(reference), None) => Identity::Repository(identity_of(reference)),
+                (Target::Layout(_, tag), None) => {
+                    Identity::Repository(layout_identity(text, tag).map_err(|_| {
                         format!(
                             "`{text}`: an image in a layout has no repository to check the \
                              signatures' identity against; pass --identity REGISTRY/REPO or \
                              --any-identity"
                         )
-                    })?),
-                };
-                let policy = Policy {
-                    identity,
-                    annotations: required.clone(),
-                };
-                verification::verify_layout(dir, tag, &key, &policy)?
-            }
-            Target::Remote(reference) => {
-                let policy = Policy {
-                    identity: explicit
-                        .clone()
-                        .unwrap_or_else(|| Identity::Repository(identity_of(reference))),
-                    annotations: required.clone(),
-                };
-                let client = cached(&mut clients, reference, &args.registry)?;
-                rt.block_on(verification::verify_remote(
-                    client, reference, &key, &policy,
-                ))?
-            }
-        };
+                    })?)
+                }
+            };
+            Ok(Policy {
+                identity,
+                annotations: required.clone(),
+            })
+        })
+        .collect::<Result<Vec<_>, CmdError>>()?;
+    let rt = runtime()?;
+    let clients = clients_for(&targets, &args.registry)?;
+    let reports = rt.block_on(
+        stream::iter(targets.iter().zip(&policies))
+            .map(|((_, target), policy)| async {
+                match target {
+                    Target::Layout(dir, tag) => verification::verify_layout(dir, tag, &key, policy),
+                    Target::Remote(reference) => {
+                        verification::verify_remote(
+                            client_of(&clients, reference),
+                            reference,
+                            &key,
+                            policy,
+                        )
+                        .await
+                    }
+                }
+            })
+            .buffered(PARALLEL)
+            .collect::<Vec<_>>(),
+    );
+    let mut out = std::io::stdout().lock();
+    let mut payloads: Vec<serde_json::Value> = Vec::new();
+    let mut failed = 0usize;
+    for ((text, _), report) in targets.iter().zip(reports) {
+        let report: Report = report?;
         for c in &report.checked {
             match (&c.outcome, args.output) {
                 (Ok(claims), RegistryOutput::Json) => payloads.push(claims.json.clone()),

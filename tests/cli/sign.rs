@@ -348,6 +348,45 @@ fn sign_verifies_with_openssl_and_keeps_existing_signatures() {
     );
     // An image without signatures.
     fails_with(s.verify(&public, &[], &s.image("v0.2.0")), "no signatures");
+    let r = run(isolated(&s.home)
+        .args(["verify", "--key"])
+        .arg(&public)
+        .args([s.image("v0.3.0"), s.image("v0.2.0")]));
+    assert_eq!(r.code, 1, "one of two unsigned: {}", r.stderr);
+
+    // Several images in one run; two names of one image get one new signature.
+    let r = ok(
+        run(opship_pw(&s.home, PASSWORD)
+            .args(["sign", "--key"])
+            .arg(&key)
+            .args([s.image("v0.3.0"), s.image("v0.2.0"), by_digest.clone()])),
+        "sign three references",
+    );
+    assert_eq!(r.stdout.lines().count(), 3, "{}", r.stdout);
+    assert_eq!(
+        r.stderr.matches("(3 signatures there)").count(),
+        2,
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        r.stderr.matches("(1 signature there)").count(),
+        1,
+        "{}",
+        r.stderr
+    );
+    ok(
+        run(isolated(&s.home)
+            .args(["verify", "--key"])
+            .arg(&public)
+            .args([s.image("v0.3.0"), s.image("v0.2.0")])),
+        "verify two",
+    );
+    let v = ok(
+        openssl_verify(&s.reg.addr, "bundle", "v0.3.0", &public),
+        "openssl, 3 layers",
+    );
+    assert_eq!(v.stdout.matches("Verified OK").count(), 2, "{}", v.stdout);
 }
 
 /// Acceptance 2: keys and signatures written by the Python signer (both PEM labels, scrypt
