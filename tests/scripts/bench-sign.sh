@@ -41,8 +41,12 @@ timed() { /usr/bin/time -f '%e s wall, %U s user, %S s sys, %M KiB max RSS' -o "
 echo "== sign all ${#refs[@]} (one process, key decrypted once)"
 timed bash -c '"$0" sign --key "$1" "${@:2}" >/dev/null 2>"$1.log"' "$opship" "$work/k.key" "${refs[@]}"
 echo "   $(grep -c "^signed " "$work/k.key.log") images signed"
-echo "== verify all ${#refs[@]} (one process)"
-timed bash -c '"$0" verify --key "$1" "${@:2}" >/dev/null 2>/dev/null && echo "   all verified"' "$opship" "$work/k.pub" "${refs[@]}"
+for run in 1 2 3; do
+  echo "== verify all ${#refs[@]} (one process), run $run"
+  timed bash -c '"$0" verify --key "$1" "${@:2}" >/dev/null 2>/dev/null && echo "   all verified"' "$opship" "$work/k.pub" "${refs[@]}"
+done
+# BENCH_QUICK=1 skips the one-process-per-image loops.
+[ -z "${BENCH_QUICK:-}" ] || exit 0
 echo "== sign each (one process per image: key decrypted each time)"
 timed bash -c 'while read -r r; do "$0" sign --key "$1" "$r" >/dev/null 2>&1 || exit 1; done <"$2"' "$opship" "$work/k.key" "$work/refs.txt"
 echo "== verify each (one process per image; 2 signatures per image now)"
