@@ -252,6 +252,95 @@ fn key_generate_writes_cosign_key_files_python_can_open() {
     assert!(!none.with_extension("key").exists());
 }
 
+/// Drives `opship ARGS…` on a pseudo-terminal (Python's `pty`): answers each password prompt
+/// with the next of `answers`; returns (exit code, everything the terminal showed).
+fn on_terminal(dir: &Path, answers: &[&str], args: &[&str]) -> (i32, String) {
+    // Answers only once the terminal's echo is off (rpassword prints the prompt first), so
+    // an echoed password would be opship's fault, not the driver's.
+    const DRIVER: &str = r#"
+import os, pty, sys, termios, time
+answers = sys.argv[1].split("\n")
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+seen = b""
+answered = 0
+while True:
+    try:
+        chunk = os.read(fd, 1024)
+    except OSError:
+        break
+    if not chunk:
+        break
+    seen += chunk
+    while answered < seen.count(b"password") and answered < len(answers):
+        deadline = time.time() + 30
+        while termios.tcgetattr(fd)[3] & termios.ECHO and time.time() < deadline:
+            time.sleep(0.01)
+        os.write(fd, answers[answered].encode() + b"\n")
+        answered += 1
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(seen.decode(errors="replace"))
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+    let bin =
+        std::env::var_os("OPSHIP_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_opship").into());
+    let out = Command::new("python3")
+        .args(["-c", DRIVER, &answers.join("\n")])
+        .arg(bin)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("COSIGN_PASSWORD")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("python3 (pty driver)");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn key_generate_prompts_without_echo_on_a_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, screen) = on_terminal(
+        tmp.path(),
+        &["tty-Secret-1", "tty-Secret-1"],
+        &["key", "generate"],
+    );
+    assert_eq!(code, 0, "{screen}");
+    assert!(
+        screen.contains("Enter password for private key: "),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("Enter password for private key again: "),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("tty-Secret-1"),
+        "password echoed:\n{screen}"
+    );
+    let r = ok(
+        run(python()
+            .arg("pubkey")
+            .arg(tmp.path().join("cosign.key"))
+            .args(["--password", "tty-Secret-1"])),
+        "python opens the prompted key",
+    );
+    assert_eq!(
+        r.stdout,
+        std::fs::read_to_string(tmp.path().join("cosign.pub")).unwrap()
+    );
+    // Two different answers: nothing written.
+    let other = tmp.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let (code, screen) = on_terminal(&other, &["one", "two"], &["key", "generate"]);
+    assert_eq!(code, 2, "{screen}");
+    assert!(screen.contains("the passwords do not match"), "{screen}");
+    assert!(!other.join("cosign.key").exists());
+}
+
 /// Acceptance 1: what `opship sign` pushes verifies with openssl/curl/jq alone, and with
 /// `opship verify`; a second signature keeps the first.
 #[test]
