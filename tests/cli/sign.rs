@@ -978,3 +978,69 @@ fn bundle_format_referrer_with_fallback_tag() {
         r.stderr
     );
 }
+
+/// Signing and verifying on a registry that wants credentials (htpasswd): the registry
+/// password comes on stdin, the key password from COSIGN_PASSWORD; refused credentials are
+/// exit 2 quoting the registry.
+#[test]
+fn sign_and_verify_with_registry_credentials() {
+    let reg = TestRegistry::start(Some(("alice", "s3cret")));
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let (layout, digest) = build(tmp.path(), "0.3.0");
+    let target = format!("{}/private/bundle:v0.3.0", reg.addr);
+    let auth = ["-u", "alice", "--password-stdin"];
+    ok(
+        crate::registry::run_stdin(
+            isolated(&home)
+                .args(["push", &format!("{}:0.3.0", layout.display()), &target])
+                .args(auth),
+            "s3cret\n",
+        ),
+        "push",
+    );
+    let prefix = tmp.path().join("k");
+    ok(
+        run(opship_pw(&home, PASSWORD)
+            .args(["key", "generate", "--output-key-prefix"])
+            .arg(&prefix)),
+        "key generate",
+    );
+    let r = ok(
+        crate::registry::run_stdin(
+            isolated(&home)
+                .env("COSIGN_PASSWORD", PASSWORD)
+                .args(["sign", "--bundle-format", "--key"])
+                .arg(prefix.with_extension("key"))
+                .args(auth)
+                .arg(&target),
+            "s3cret\n",
+        ),
+        "sign with credentials",
+    );
+    assert!(r.stderr.contains(&digest), "{}", r.stderr);
+    let r = ok(
+        crate::registry::run_stdin(
+            isolated(&home)
+                .args(["verify", "--key"])
+                .arg(prefix.with_extension("pub"))
+                .args(auth)
+                .arg(&target),
+            "s3cret\n",
+        ),
+        "verify with credentials",
+    );
+    assert!(
+        r.stdout.contains("verified Sigstore bundle"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(r.stdout.matches("verified ").count(), 2, "{}", r.stdout);
+    // Anonymous: refused, exit 2, the registry's answer quoted.
+    let r = run(isolated(&home)
+        .args(["verify", "--key"])
+        .arg(prefix.with_extension("pub"))
+        .arg(&target));
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("401"), "{}", r.stderr);
+}
