@@ -166,6 +166,15 @@ pub fn sign(args: &SignArgs) -> Result<ExitStatus, CmdError> {
     if args.identity.is_some() && targets.len() > 1 {
         return Err("--identity names one repository: sign one image at a time with it".into());
     }
+    // Layout identities first: a missing --identity is a usage error before any work.
+    let layout_identities = targets
+        .iter()
+        .map(|(text, t)| match (t, &args.identity) {
+            (Target::Layout(..), Some(i)) => Ok(Some(i.clone())),
+            (Target::Layout(_, tag), None) => layout_identity(text, tag).map(Some),
+            (Target::Remote(_), _) => Ok(None),
+        })
+        .collect::<Result<Vec<_>, CmdError>>()?;
     let pw = password(args.password_file.as_deref(), false)?;
     let key = PrivateKey::read(&args.key, pw.as_bytes())?;
     drop(pw);
@@ -233,14 +242,13 @@ pub fn sign(args: &SignArgs) -> Result<ExitStatus, CmdError> {
         done.insert(job.clone(), report?);
     }
     let mut out = std::io::stdout().lock();
-    for ((text, target), digest) in targets.iter().zip(&resolved) {
+    for (((text, target), digest), identity) in
+        targets.iter().zip(&resolved).zip(&layout_identities)
+    {
         let report = match (target, digest) {
             (Target::Layout(dir, tag), _) => {
-                let identity = match &args.identity {
-                    Some(i) => i.clone(),
-                    None => layout_identity(text, tag)?,
-                };
-                signing::sign_layout(dir, tag, &key, &identity, &notes)?
+                let identity = identity.as_deref().unwrap_or_default();
+                signing::sign_layout(dir, tag, &key, identity, &notes)?
             }
             (Target::Remote(reference), Some(digest)) => done
                 .get(&job_key(reference, digest))
