@@ -724,6 +724,28 @@ fn negative_wrong_key_password() {
     let r = s.sign(&prefix.with_extension("key"), "", &[], &s.image("v0.3.0"));
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("wrong password"), "{}", r.stderr);
+    // scrypt parameters Go cosign refuses are refused before any key derivation.
+    let weak = s.path("weak");
+    s.py(&[
+        "genkey",
+        weak.to_str().unwrap(),
+        "--n",
+        "16384",
+        "--password",
+        "x",
+    ]);
+    let r = s.sign(&weak.with_extension("key"), "x", &[], &s.image("v0.3.0"));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("unsupported scrypt parameters N=16384 r=8 p=1"),
+        "{}",
+        r.stderr
+    );
+    // The public key given as the signing key.
+    let r = s.sign(&weak.with_extension("pub"), "x", &[], &s.image("v0.3.0"));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("this is a public key"), "{}", r.stderr);
 }
 
 /// Acceptance 5: a failing run prints no secret and writes nothing but the key files.

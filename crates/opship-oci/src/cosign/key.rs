@@ -413,5 +413,23 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("is not a public key"), "{e}");
+        let e = PrivateKey::from_encrypted_pem(
+            b"-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n",
+            b"",
+            p,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("an unencrypted key"), "{e}");
+        let e = PrivateKey::from_encrypted_pem(b"hello", b"", p)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a PEM file"), "{e}");
+        // A damaged envelope is named as such, not as a wrong password.
+        let text = "-----BEGIN ENCRYPTED COSIGN PRIVATE KEY-----\nbm90IGpzb24=\n-----END ENCRYPTED COSIGN PRIVATE KEY-----\n";
+        let e = PrivateKey::from_encrypted_pem(text.as_bytes(), b"", p)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not the cosign JSON envelope"), "{e}");
     }
 }
