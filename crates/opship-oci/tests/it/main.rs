@@ -12,6 +12,8 @@ use opship_core::image::oci::Digest;
 use opship_oci::registry::{self, Options, Registry};
 use opship_oci::{Auth, Error};
 
+mod cosign;
+
 /// One canned answer: status, headers, body.
 #[derive(Clone)]
 struct Answer {
