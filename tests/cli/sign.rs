@@ -808,6 +808,27 @@ fn signatures_survive_push_from_layout_and_skopeo_copy() {
         .arg(&src));
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("pass --identity"), "{}", r.stderr);
+    let r = run(opship_pw(&home, PASSWORD)
+        .args(["sign", "--bundle-format", "--identity", &repo_ref, "--key"])
+        .arg(&key)
+        .arg(&src));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("--bundle-format needs registry references"),
+        "{}",
+        r.stderr
+    );
+    let r = run(opship_pw(&home, PASSWORD)
+        .args(["sign", "--identity", &repo_ref, "--key"])
+        .arg(&key)
+        .args([&src, &src]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--identity names one repository"),
+        "{}",
+        r.stderr
+    );
     let r = ok(
         run(opship_pw(&home, PASSWORD)
             .args(["sign", "--key"])
