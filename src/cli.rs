@@ -83,6 +83,31 @@ HTTP only for loopback registries or with --insecure.\n\nExample:\n  opship push
     /// File-based catalogs: render, validate, add releases, deprecate, graph, templates, image.
     #[command(subcommand)]
     Catalog(CatalogCommand),
+    /// Manage cosign key pairs.
+    #[command(subcommand)]
+    Key(KeyCommand),
+    /// Sign an image by digest with a cosign key (cosign's `.sig` format, no Fulcio/Rekor).
+    #[command(
+        after_help = "REF is a registry reference (a tag is resolved to its digest), or \
+`LAYOUT:TAG` / `oci:LAYOUT:TAG` for an image in an OCI layout: the signature is then stored in \
+the layout under the tag `sha256-<hex>.sig` and `opship push LAYOUT:TAG REF` carries it to the \
+registry. The key password comes from --password-file, COSIGN_PASSWORD (may be empty) or a \
+prompt on a terminal.\n\nExamples:\n  COSIGN_PASSWORD=… opship sign --key cosign.key \
+quay.io/example/bundle:v0.3.0\n  opship sign --key cosign.key -a release=0.3.0 --identity \
+quay.io/example/bundle dist/oci:0.3.0\n\nVerify elsewhere with: cosign verify --key cosign.pub \
+--insecure-ignore-tlog=true REF"
+    )]
+    Sign(SignArgs),
+    /// Verify the cosign signatures of an image with a public key.
+    #[command(
+        after_help = "Checks each signature over its payload, the payload's digest \
+against the image's, its type, its identity (the repository, unless --identity or \
+--any-identity) and the -a annotations. Exit status: 0 at least one signature verified, 1 none \
+did (the reason for each is printed), 2 usage or runtime error.\n\nExamples:\n  opship verify \
+--key cosign.pub quay.io/example/bundle:v0.3.0\n  opship verify --key cosign.pub -o json \
+--identity quay.io/example/bundle mirror.example.com/bundle:v0.3.0"
+    )]
+    Verify(VerifyArgs),
 }
 
 /// Options of every registry command.
@@ -465,6 +490,81 @@ pub struct ChartPushArgs {
     /// Push even if the tag exists with different content (default: refuse).
     #[arg(long)]
     pub force: bool,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Generate an encrypted cosign key pair (`<prefix>.key`, mode 0600, and `<prefix>.pub`).
+    #[command(
+        after_help = "The private key is PEM `ENCRYPTED SIGSTORE PRIVATE KEY` (scrypt \
+N=32768 r=8 p=1, nacl/secretbox), readable by cosign and skopeo. Password: --password-file, \
+COSIGN_PASSWORD (may be empty), or a prompt (twice) on a terminal.\n\nExample:\n  \
+COSIGN_PASSWORD=… opship key generate --output-key-prefix release"
+    )]
+    Generate(KeyGenerateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct KeyGenerateArgs {
+    /// File name prefix: writes PREFIX.key and PREFIX.pub.
+    #[arg(long, default_value = "cosign", value_name = "PREFIX")]
+    pub output_key_prefix: PathBuf,
+    /// Read the key password from this file (first line).
+    #[arg(long, value_name = "FILE")]
+    pub password_file: Option<PathBuf>,
+    /// Overwrite existing key files.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SignArgs {
+    /// Encrypted cosign private key.
+    #[arg(long, value_name = "KEY")]
+    pub key: PathBuf,
+    /// Read the key password from this file (first line) instead of COSIGN_PASSWORD.
+    #[arg(long, value_name = "FILE")]
+    pub password_file: Option<PathBuf>,
+    /// Annotation `key=value` for the payload's `optional` section (repeatable).
+    #[arg(long = "annotation", short = 'a', value_name = "KEY=VALUE")]
+    pub annotations: Vec<String>,
+    /// Identity (`critical.identity.docker-reference`) to sign instead of the image's
+    /// repository; required for a layout image whose tag is not a full reference.
+    #[arg(long, value_name = "REGISTRY/REPO")]
+    pub identity: Option<String>,
+    /// Also attach a Sigstore bundle (v0.3, DSSE) as an OCI 1.1 referrer, with the
+    /// `sha256-<hex>` fallback tag on registries without the referrers API.
+    #[arg(long)]
+    pub bundle_format: bool,
+    /// Images: `REGISTRY/REPO:TAG`, `REGISTRY/REPO@DIGEST`, `LAYOUT:TAG` or `oci:LAYOUT:TAG`.
+    #[arg(value_name = "REF", required = true)]
+    pub references: Vec<String>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Public key (PEM `PUBLIC KEY`).
+    #[arg(long, value_name = "PUB")]
+    pub key: PathBuf,
+    /// Annotation `key=value` the payload must carry (repeatable).
+    #[arg(long = "annotation", short = 'a', value_name = "KEY=VALUE")]
+    pub annotations: Vec<String>,
+    /// Repository the signatures must name (default: the image's own repository).
+    #[arg(long, value_name = "REGISTRY/REPO", conflicts_with = "any_identity")]
+    pub identity: Option<String>,
+    /// Accept any identity (as `cosign verify` does).
+    #[arg(long)]
+    pub any_identity: bool,
+    /// Output: text, or JSON (the verified payloads, as `cosign verify` prints them).
+    #[arg(long, short, value_enum, default_value_t = RegistryOutput::Text)]
+    pub output: RegistryOutput,
+    /// Images: `REGISTRY/REPO:TAG`, `REGISTRY/REPO@DIGEST`, `LAYOUT:TAG` or `oci:LAYOUT:TAG`.
+    #[arg(value_name = "REF", required = true)]
+    pub references: Vec<String>,
     #[command(flatten)]
     pub registry: RegistryArgs,
 }

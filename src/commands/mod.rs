@@ -7,6 +7,7 @@ mod digests;
 mod generate;
 mod init;
 mod registry;
+mod sign;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -14,7 +15,7 @@ use std::process::ExitCode;
 
 use opship_core::config::{self, Project};
 
-use crate::cli::{Cli, Command, GenerateCommand};
+use crate::cli::{Cli, Command, GenerateCommand, KeyCommand};
 
 /// Error of a command: anything the libraries report, shown as one message.
 pub type CmdError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -58,6 +59,9 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CmdError> {
         Command::Login(args) => registry::login(&args),
         Command::Chart(cmd) => chart::run(cmd, cli.global.config.as_deref()),
         Command::Catalog(cmd) => catalog::run(&cmd, cli.global.config.as_deref()),
+        Command::Key(KeyCommand::Generate(args)) => sign::generate(&args),
+        Command::Sign(args) => sign::sign(&args),
+        Command::Verify(args) => sign::verify(&args),
     }
 }
 

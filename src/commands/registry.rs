@@ -12,7 +12,7 @@ use crate::cli::{
     InspectArgs, LoginArgs, PullArgs, PushArgs, RegistryArgs, RegistryOutput, TagsArgs,
 };
 
-fn runtime() -> Result<tokio::runtime::Runtime, CmdError> {
+pub(super) fn runtime() -> Result<tokio::runtime::Runtime, CmdError> {
     Ok(tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?)
@@ -45,7 +45,7 @@ fn credentials(args: &RegistryArgs, host: &str) -> Result<Auth, CmdError> {
     Ok(found.auth)
 }
 
-fn client(
+pub(super) fn client(
     reference: &registry::Reference,
     args: &RegistryArgs,
     chunked: bool,
@@ -60,7 +60,7 @@ fn client(
 }
 
 /// Splits `LAYOUT:TAG`; `None` as tag when there is no `:TAG` part.
-fn split_layout(s: &str) -> (PathBuf, Option<String>) {
+pub(super) fn split_layout(s: &str) -> (PathBuf, Option<String>) {
     match s.rsplit_once(':') {
         Some((dir, tag)) if !dir.is_empty() && !tag.is_empty() && !tag.contains(['/', '\\']) => {
             (PathBuf::from(dir), Some(tag.to_owned()))
@@ -107,6 +107,18 @@ pub fn push(args: &PushArgs) -> Result<ExitStatus, CmdError> {
             String::new()
         }
     );
+    // Signatures `opship sign` stored in the layout for this image travel with it.
+    if let Some(s) = runtime()?.block_on(opship_oci::cosign::signing::push_layout_signatures(
+        &client,
+        &dir,
+        &report.digest,
+        &target,
+    ))? {
+        eprintln!(
+            "pushed its signatures: {} ({} in all)",
+            s.location, s.signatures
+        );
+    }
     writeln!(std::io::stdout(), "{}", report.digest)?;
     Ok(ExitStatus::Success)
 }

@@ -8,6 +8,7 @@ mod chart;
 mod digests;
 mod generate;
 mod registry;
+mod sign;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -18,9 +19,12 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `opship` as built for this test run.
+/// `opship` as built for this test run (`OPSHIP_TEST_BIN` names another build: worktrees
+/// sharing one target directory overwrite each other's `target/debug/opship`).
 pub fn opship() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_opship"));
+    let bin =
+        std::env::var_os("OPSHIP_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_opship").into());
+    let mut c = Command::new(bin);
     c.env_remove("SOURCE_DATE_EPOCH")
         .env_remove("OPSHIP_CONFIG")
         .env("NO_COLOR", "1");

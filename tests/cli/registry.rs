@@ -13,7 +13,7 @@ use crate::{Run, opship, repo, run};
 
 const REGISTRY_BIN: &str = "/usr/bin/docker-registry";
 
-fn require(path: &str, package: &str) {
+pub(crate) fn require(path: &str, package: &str) {
     assert!(
         Path::new(path).exists() || which(path),
         "`{path}` is not installed: `apt-get install -y {package}` (scripts/test does this)"

@@ -73,6 +73,21 @@ pub enum Error {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Layout(#[from] opship_core::Error),
+    /// A key file that cannot be used: unreadable, malformed, unsupported, or the password
+    /// does not open it. The message never contains the password or key material.
+    #[error("{path}: {message}")]
+    #[diagnostic(code(opship::cosign::key))]
+    Key {
+        /// The key file.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A signature that cannot be made or stored (bad annotation, unusable existing signature
+    /// manifest).
+    #[error("{0}")]
+    #[diagnostic(code(opship::cosign::signature))]
+    Signature(String),
 }
 
 impl Error {

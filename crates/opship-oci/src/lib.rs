@@ -2,10 +2,11 @@
 //! push an image from an OCI layout (HEAD before upload, manifest by digest before the tag),
 //! pull into a layout (every digest verified), resolve, inspect, list tags, and credentials
 //! from flags, Docker `config.json`, containers `auth.json` and credential helpers. Async; the
-//! CLI drives it on a current-thread tokio runtime. Cosign signatures will live here too.
+//! CLI drives it on a current-thread tokio runtime. Cosign-compatible signatures (`cosign`).
 
 pub mod artifact;
 pub mod auth;
+pub mod cosign;
 pub mod error;
 pub mod registry;
 

@@ -17,6 +17,9 @@ use opship_core::image::oci::{self, Descriptor, Digest, Manifest, annotation, me
 use crate::auth::Auth;
 use crate::error::{Error, Result};
 
+mod artifact;
+pub use artifact::RawManifest;
+
 /// Client options.
 #[derive(Debug, Clone)]
 pub struct Options {

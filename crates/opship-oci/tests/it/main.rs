@@ -13,6 +13,7 @@ use opship_oci::registry::{self, Options, Registry};
 use opship_oci::{Auth, Error};
 
 mod chart;
+mod cosign;
 mod digest;
 
 /// One canned answer: status, headers, body.

@@ -1,0 +1,332 @@
+//! Verification of cosign signatures: for each signature layer, the signature over the exact
+//! payload bytes with the public key, then the payload's claims: type, digest (must be the
+//! image's), identity (the repository, unless told otherwise) and the required annotations.
+//! Every rejected signature gets its reason; the image counts as verified when at least one
+//! signature passes, as `cosign verify` does.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use opship_core::image::layout::Layout;
+use opship_core::image::oci::{Descriptor, Digest, annotation};
+
+use super::bundle;
+use super::key::PublicKey;
+use super::manifest::{self, SIGNATURE_ANNOTATION, SIMPLESIGNING, Signatures};
+use super::payload::{self, Claims};
+use crate::error::{Error, Result};
+use crate::registry::{Reference, Registry};
+
+/// Which `docker-reference` a signature must name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Identity {
+    /// This repository (`registry/path`; a tag or digest in the payload's reference is
+    /// ignored, so skopeo's `repo:tag` identities match too).
+    Repository(String),
+    /// Any identity (what `cosign verify` checks: it ignores docker-reference).
+    Any,
+}
+
+/// What a signature must satisfy besides its cryptography.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// Identity check.
+    pub identity: Identity,
+    /// Annotations the payload's `optional` must contain with these (string) values.
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// One signature as found: its payload and base64 signature.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// Where it was found, for messages (`<repo>:sha256-….sig layer 2`).
+    pub source: String,
+    /// The payload bytes (the layer blob), or why they could not be read.
+    pub payload: std::result::Result<Vec<u8>, String>,
+    /// The `dev.cosignproject.cosign/signature` annotation.
+    pub signature: Option<String>,
+}
+
+/// The verdict on one signature.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// Where it was found.
+    pub source: String,
+    /// The verified claims, or why the signature was rejected.
+    pub outcome: std::result::Result<Claims, String>,
+}
+
+/// The verdicts on all signatures of an image.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The image digest checked.
+    pub digest: Digest,
+    /// Where the signatures were looked for.
+    pub location: String,
+    /// One entry per signature found (empty: none found).
+    pub checked: Vec<Checked>,
+}
+
+impl Report {
+    /// The claims of the signatures that verified.
+    pub fn verified(&self) -> Vec<&Claims> {
+        self.checked
+            .iter()
+            .filter_map(|c| c.outcome.as_ref().ok())
+            .collect()
+    }
+}
+
+/// `registry/path` of a docker reference, without tag or digest; Docker Hub spelled
+/// `index.docker.io` as go-containerregistry does.
+pub fn repository_of(reference: &str) -> String {
+    let no_digest = reference.split('@').next().unwrap_or(reference);
+    let no_tag = match no_digest.rsplit_once(':') {
+        Some((head, tail)) if !tail.contains('/') => head,
+        _ => no_digest,
+    };
+    match no_tag.split_once('/') {
+        Some(("docker.io", rest)) => format!("index.docker.io/{rest}"),
+        _ => no_tag.to_owned(),
+    }
+}
+
+/// Checks one signature.
+pub fn check(
+    key: &PublicKey,
+    digest: &Digest,
+    policy: &Policy,
+    candidate: &Candidate,
+) -> std::result::Result<Claims, String> {
+    let payload = candidate.payload.as_ref().map_err(Clone::clone)?;
+    let b64 = candidate
+        .signature
+        .as_deref()
+        .ok_or_else(|| format!("no `{SIGNATURE_ANNOTATION}` annotation"))?;
+    let der = STANDARD
+        .decode(b64.trim())
+        .map_err(|e| format!("the signature annotation is not base64 ({e})"))?;
+    if !key.verifies(&der, payload) {
+        return Err(
+            "the signature does not verify with the public key (another key signed it, or the \
+             payload or signature was altered or truncated)"
+                .into(),
+        );
+    }
+    let claims = payload::parse(payload)?;
+    if claims.kind != payload::TYPE {
+        return Err(format!(
+            "the payload's critical.type is `{}`, not `{}`",
+            claims.kind,
+            payload::TYPE
+        ));
+    }
+    if claims.digest != digest.as_str() {
+        return Err(format!(
+            "the payload signs {}, not this image ({digest})",
+            claims.digest
+        ));
+    }
+    if let Identity::Repository(expected) = &policy.identity {
+        let signed = repository_of(&claims.docker_reference);
+        if signed != repository_of(expected) {
+            return Err(format!(
+                "the payload's identity is `{}`, not the repository `{}` (pass --identity {signed} \
+                 if that repository is trusted here, or --any-identity)",
+                claims.docker_reference,
+                repository_of(expected)
+            ));
+        }
+    }
+    for (k, v) in &policy.annotations {
+        match claims.optional.get(k) {
+            Some(serde_json::Value::String(s)) if s == v => {}
+            Some(other) => {
+                return Err(format!("annotation `{k}` is {other}, not \"{v}\""));
+            }
+            None => return Err(format!("the payload has no annotation `{k}`")),
+        }
+    }
+    Ok(claims)
+}
+
+fn candidates_of(
+    sigs: &Signatures,
+    location: &str,
+    mut blob: impl FnMut(&Descriptor) -> std::result::Result<Vec<u8>, String>,
+) -> Vec<Candidate> {
+    sigs.layers
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let source = format!("{location} layer {}", i + 1);
+            let payload = if l.media_type == SIMPLESIGNING {
+                blob(l)
+            } else {
+                Err(format!(
+                    "layer media type `{}` is not {SIMPLESIGNING}",
+                    l.media_type
+                ))
+            };
+            Candidate {
+                source,
+                payload,
+                signature: l.annotations.get(SIGNATURE_ANNOTATION).cloned(),
+            }
+        })
+        .collect()
+}
+
+fn judge(
+    key: &PublicKey,
+    digest: &Digest,
+    policy: &Policy,
+    location: String,
+    candidates: Vec<Candidate>,
+) -> Report {
+    let checked = candidates
+        .iter()
+        .map(|c| Checked {
+            source: c.source.clone(),
+            outcome: check(key, digest, policy, c),
+        })
+        .collect();
+    Report {
+        digest: digest.clone(),
+        location,
+        checked,
+    }
+}
+
+/// Verifies the signatures of the image `reference` in its registry (`repo:sha256-<hex>.sig`).
+pub async fn verify_remote(
+    registry: &Registry,
+    reference: &Reference,
+    key: &PublicKey,
+    policy: &Policy,
+) -> Result<Report> {
+    let digest = registry.resolve(reference).await?;
+    if let Some(d) = reference.digest()
+        && d != digest.as_str()
+    {
+        return Err(Error::DigestMismatch {
+            registry: registry.host().to_owned(),
+            what: format!("manifest {}", reference.whole()),
+            expected: d.to_owned(),
+            actual: digest.to_string(),
+        });
+    }
+    let sig_ref = Reference::with_tag(
+        reference.registry().to_owned(),
+        reference.repository().to_owned(),
+        manifest::tag(&digest),
+    );
+    let location = sig_ref.whole();
+    let sigs = match registry.manifest_if_any(&sig_ref).await? {
+        Some(raw) => Signatures::parse(&raw.bytes, &location)?,
+        None => Signatures::default(),
+    };
+    let mut candidates = candidates_of(&sigs, &location, |_| Ok(Vec::new()));
+    for (c, l) in candidates.iter_mut().zip(&sigs.layers) {
+        if c.payload.is_ok() {
+            c.payload = registry
+                .blob(&sig_ref, l)
+                .await
+                .map_err(|e| format!("the payload blob cannot be fetched: {e}"));
+        }
+    }
+    let mut report = judge(key, &digest, policy, location, candidates);
+    // cosign v3 bundles (referrers): they name the digest but carry no identity or annotations.
+    for (source, outcome) in bundle::verify_attached(registry, reference, &digest, key).await? {
+        let outcome = outcome.and_then(|()| {
+            if let Some(k) = policy.annotations.keys().next() {
+                return Err(format!(
+                    "a Sigstore bundle carries no annotations (`{k}` required)"
+                ));
+            }
+            Ok(Claims {
+                docker_reference: String::new(),
+                digest: digest.to_string(),
+                kind: bundle::PREDICATE_TYPE.to_owned(),
+                optional: serde_json::Map::new(),
+                json: serde_json::from_slice(&bundle::statement(&digest)).unwrap_or_default(),
+            })
+        });
+        report.checked.push(Checked {
+            source: format!("Sigstore bundle {source}"),
+            outcome,
+        });
+    }
+    Ok(report)
+}
+
+/// Digest of the image tagged `tag` in a layout.
+pub fn layout_digest(layout: &Layout, tag: &str) -> Result<Digest> {
+    let index = layout.index()?;
+    index
+        .manifests
+        .iter()
+        .find(|d| d.annotations.get(annotation::REF_NAME).map(String::as_str) == Some(tag))
+        .map(|d| d.digest.clone())
+        .ok_or_else(|| {
+            Error::Input(format!(
+                "{}: no image tagged `{tag}`",
+                layout.dir().join("index.json").display()
+            ))
+        })
+}
+
+/// The signatures of `digest` stored in a layout (tag `sha256-<hex>.sig`), if any.
+pub fn layout_signatures(layout: &Layout, digest: &Digest) -> Result<Option<Signatures>> {
+    let tag = manifest::tag(digest);
+    let index = layout.index()?;
+    let Some(desc) = index
+        .manifests
+        .iter()
+        .find(|d| d.annotations.get(annotation::REF_NAME) == Some(&tag))
+    else {
+        return Ok(None);
+    };
+    let bytes = layout.read_blob(desc)?;
+    let what = format!("{}:{tag}", layout.dir().display());
+    Ok(Some(Signatures::parse(&bytes, &what)?))
+}
+
+/// Verifies the signatures stored in an OCI layout for the image tagged `tag`.
+pub fn verify_layout(dir: &Path, tag: &str, key: &PublicKey, policy: &Policy) -> Result<Report> {
+    let layout = Layout::new(dir);
+    let digest = layout_digest(&layout, tag)?;
+    let location = format!("{}:{}", dir.display(), manifest::tag(&digest));
+    let Some(sigs) = layout_signatures(&layout, &digest)? else {
+        return Ok(Report {
+            digest,
+            location,
+            checked: Vec::new(),
+        });
+    };
+    let candidates = candidates_of(&sigs, &location, |l| {
+        layout.read_blob(l).map_err(|e| e.to_string())
+    });
+    Ok(judge(key, &digest, policy, location, candidates))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repositories() {
+        assert_eq!(repository_of("127.0.0.1:5000/a/b:v1"), "127.0.0.1:5000/a/b");
+        assert_eq!(repository_of("127.0.0.1:5000/a/b"), "127.0.0.1:5000/a/b");
+        assert_eq!(
+            repository_of("127.0.0.1:5000/a/b@sha256:00"),
+            "127.0.0.1:5000/a/b"
+        );
+        assert_eq!(
+            repository_of("docker.io/library/x:1"),
+            "index.docker.io/library/x"
+        );
+    }
+}
