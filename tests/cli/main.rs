@@ -5,6 +5,8 @@ mod bad_input;
 mod build;
 mod generate;
 mod registry;
+mod support_registry;
+mod token_auth;
 mod validate;
 
 use std::path::{Path, PathBuf};

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 pub use oci_client::Reference;
+use oci_client::RegistryOperation;
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::errors::OciDistributionError;
 use oci_client::manifest::OciDescriptor;
@@ -192,6 +193,21 @@ impl Registry {
             .await;
     }
 
+    /// With credentials, fetches the token for `op` on the repository of `reference` up
+    /// front: oci-client goes on without a token when the token service refuses, and the
+    /// registry's bare 401 would hide the token service's answer (wrong password, no access).
+    /// Basic-auth registries only cost a `GET /v2/` here; anonymous clients skip it.
+    async fn authorize(&self, reference: &Reference, op: RegistryOperation) -> Result<()> {
+        if matches!(self.auth, Auth::Anonymous) {
+            return Ok(());
+        }
+        let auth = self.auth.to_oci();
+        let auth = &auth;
+        self.retry(move || self.client.auth(reference, auth, op))
+            .await
+            .map(|_| ())
+    }
+
     /// Pushes the image tagged `tag` in the layout at `layout_dir` to `target`: blobs the
     /// registry lacks (HEAD first; mounted from `from` when given), the manifest by digest,
     /// then the tag of `target` (if it has one). Re-pushing is a no-op upload-wise.
@@ -205,6 +221,7 @@ impl Registry {
         let image = Layout::new(layout_dir).read_image(tag)?;
         self.store_auth().await;
         let by_digest = target.clone_with_digest(image.descriptor.digest.to_string());
+        self.authorize(&by_digest, RegistryOperation::Push).await?;
         if let Some(d) = target.digest()
             && d != image.descriptor.digest.as_str()
         {
@@ -321,6 +338,7 @@ impl Registry {
         source: &Reference,
     ) -> Result<(Vec<u8>, Digest, String, Manifest)> {
         self.store_auth().await;
+        self.authorize(source, RegistryOperation::Pull).await?;
         let auth = self.auth.to_oci();
         let auth = &auth;
         let (body, digest) = self
@@ -486,6 +504,7 @@ impl Registry {
     /// The tags of the repository of `reference`.
     pub async fn list_tags(&self, reference: &Reference) -> Result<Vec<String>> {
         self.store_auth().await;
+        self.authorize(reference, RegistryOperation::Pull).await?;
         let auth = self.auth.to_oci();
         let auth = &auth;
         let r = self
@@ -526,11 +545,8 @@ impl Registry {
             let auth = self.auth.to_oci();
             let auth = &auth;
             let probe = &probe;
-            self.retry(move || {
-                self.client
-                    .auth(probe, auth, oci_client::RegistryOperation::Pull)
-            })
-            .await?;
+            self.retry(move || self.client.auth(probe, auth, RegistryOperation::Pull))
+                .await?;
             return Ok(());
         }
         let Auth::Basic { username, password } = &self.auth else {
@@ -660,12 +676,12 @@ fn status_of(envelope: &oci_client::errors::OciEnvelope) -> &'static str {
 fn retryable(e: &OciDistributionError) -> bool {
     match e {
         OciDistributionError::ServerError { code, .. } => *code >= 500 || *code == 429,
-        OciDistributionError::RequestError(r) => {
-            r.is_connect()
-                || r.is_timeout()
-                || r.status()
-                    .is_some_and(|s| s.is_server_error() || s.as_u16() == 429)
-        }
+        // Without a status the request failed in transport: refused or reset connection,
+        // timeout, a connection closed before the answer was complete.
+        OciDistributionError::RequestError(r) => match r.status() {
+            Some(s) => s.is_server_error() || s.as_u16() == 429,
+            None => !r.is_builder() && !r.is_redirect(),
+        },
         OciDistributionError::RegistryError { envelope, .. } => envelope
             .errors
             .iter()
