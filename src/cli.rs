@@ -91,6 +91,23 @@ pub struct RegistryArgs {
     /// Allow plain HTTP to a non-loopback registry.
     #[arg(long)]
     pub insecure: bool,
+    /// Seconds without an answer or data before a request is given up (then retried).
+    #[arg(
+        long,
+        env = "OPSHIP_REGISTRY_TIMEOUT",
+        value_name = "SECONDS",
+        default_value_t = 60.0
+    )]
+    pub timeout: f64,
+    /// Retries of a request after 5xx, 429, a dropped connection or a timeout (backoff 250 ms,
+    /// doubling).
+    #[arg(
+        long,
+        env = "OPSHIP_REGISTRY_RETRIES",
+        value_name = "N",
+        default_value_t = 3
+    )]
+    pub retries: u32,
 }
 
 #[derive(Debug, Args)]

@@ -51,12 +51,28 @@ fn client(
     chunked: bool,
 ) -> Result<Registry, CmdError> {
     let auth = credentials(args, reference.resolve_registry())?;
-    let options = Options {
+    Ok(Registry::new(reference, auth, options(args, chunked)?))
+}
+
+/// Client options from `--insecure`, `--timeout` and `--retries`.
+fn options(args: &RegistryArgs, chunked: bool) -> Result<Options, CmdError> {
+    if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 86_400.0) {
+        return Err(format!(
+            "--timeout / OPSHIP_REGISTRY_TIMEOUT: `{}` is not a number of seconds between 0 and 86400",
+            args.timeout
+        )
+        .into());
+    }
+    let timeout = std::time::Duration::from_secs_f64(args.timeout);
+    let defaults = Options::default();
+    Ok(Options {
         insecure: args.insecure,
         chunked,
-        ..Options::default()
-    };
-    Ok(Registry::new(reference, auth, options))
+        attempts: args.retries.saturating_add(1),
+        read_timeout: timeout,
+        connect_timeout: defaults.connect_timeout.min(timeout),
+        ..defaults
+    })
 }
 
 /// Splits `LAYOUT:TAG`; `None` as tag when there is no `:TAG` part.

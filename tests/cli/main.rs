@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod build;
+mod faults;
 mod generate;
 mod registry;
 mod support_registry;
