@@ -5,6 +5,7 @@
 //! CLI drives it on a current-thread tokio runtime. Cosign signatures will live here too.
 
 pub mod auth;
+pub mod batch;
 pub mod error;
 pub mod registry;
 

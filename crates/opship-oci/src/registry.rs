@@ -72,6 +72,16 @@ pub struct PushReport {
     pub uploaded_bytes: u64,
 }
 
+/// What happened to one blob of a push.
+enum BlobPush {
+    /// The registry had it.
+    Present,
+    /// Mounted from another repository.
+    Mounted,
+    /// Uploaded, this many bytes.
+    Uploaded(u64),
+}
+
 /// What a pull did.
 #[derive(Debug, Clone)]
 pub struct PullReport {
@@ -231,16 +241,19 @@ impl Registry {
                 image.descriptor.digest
             )));
         }
-        let blobs: Vec<(&Descriptor, &[u8])> =
-            std::iter::once((&image.manifest.config, image.config_bytes.as_slice()))
-                .chain(
-                    image
-                        .manifest
-                        .layers
-                        .iter()
-                        .zip(image.layers.iter().map(Vec::as_slice)),
-                )
-                .collect();
+        let mut image = image;
+        let blobs: Vec<(&Descriptor, bytes::Bytes)> = std::iter::once((
+            &image.manifest.config,
+            bytes::Bytes::from(std::mem::take(&mut image.config_bytes)),
+        ))
+        .chain(
+            image.manifest.layers.iter().zip(
+                std::mem::take(&mut image.layers)
+                    .into_iter()
+                    .map(bytes::Bytes::from),
+            ),
+        )
+        .collect();
         let mut report = PushReport {
             digest: image.descriptor.digest.clone(),
             blobs: blobs.len(),
@@ -248,33 +261,19 @@ impl Registry {
             mounted: 0,
             uploaded_bytes: 0,
         };
-        for (desc, bytes) in blobs {
-            let digest = desc.digest.as_str();
-            let r = &by_digest;
-            if self
-                .retry(move || self.client.blob_exists(r, digest))
-                .await?
-            {
-                tracing::info!("{}: blob {digest} exists, skipped", self.host);
-                report.skipped += 1;
-                continue;
+        // The blobs of one image go up at the same time; the manifest waits for all of them.
+        let outcomes = futures_util::future::try_join_all(
+            blobs
+                .into_iter()
+                .map(|(desc, data)| self.push_blob(&by_digest, from, desc, data)),
+        )
+        .await?;
+        for outcome in outcomes {
+            match outcome {
+                BlobPush::Present => report.skipped += 1,
+                BlobPush::Mounted => report.mounted += 1,
+                BlobPush::Uploaded(n) => report.uploaded_bytes += n,
             }
-            if let Some(from) = from
-                && from.resolve_registry() == self.host
-            {
-                match self.client.mount_blob(r, from, digest).await {
-                    Ok(()) if self.client.blob_exists(r, digest).await.unwrap_or(false) => {
-                        report.mounted += 1;
-                        continue;
-                    }
-                    Ok(()) => {}
-                    Err(e) => tracing::info!("mount of {digest} failed ({e}); uploading"),
-                }
-            }
-            let data = bytes::Bytes::copy_from_slice(bytes);
-            self.retry(move || self.client.push_blob(r, data.clone(), digest))
-                .await?;
-            report.uploaded_bytes += bytes.len() as u64;
         }
         let content_type = image
             .manifest
@@ -294,6 +293,40 @@ impl Registry {
             self.put_manifest(&tagged, &body, &content_type).await?;
         }
         Ok(report)
+    }
+
+    /// One blob of a push: skipped when the registry has it, else mounted from `from` (same
+    /// registry) when that works, else uploaded.
+    async fn push_blob(
+        &self,
+        r: &Reference,
+        from: Option<&Reference>,
+        desc: &Descriptor,
+        data: bytes::Bytes,
+    ) -> Result<BlobPush> {
+        let digest = desc.digest.as_str();
+        if self
+            .retry(move || self.client.blob_exists(r, digest))
+            .await?
+        {
+            tracing::info!("{}: blob {digest} exists, skipped", self.host);
+            return Ok(BlobPush::Present);
+        }
+        if let Some(from) = from
+            && from.resolve_registry() == self.host
+        {
+            match self.client.mount_blob(r, from, digest).await {
+                Ok(()) if self.client.blob_exists(r, digest).await.unwrap_or(false) => {
+                    return Ok(BlobPush::Mounted);
+                }
+                Ok(()) => {}
+                Err(e) => tracing::info!("mount of {digest} failed ({e}); uploading"),
+            }
+        }
+        let len = data.len() as u64;
+        self.retry(move || self.client.push_blob(r, data.clone(), digest))
+            .await?;
+        Ok(BlobPush::Uploaded(len))
     }
 
     async fn put_manifest(
