@@ -5,6 +5,7 @@ mod bad_input;
 mod build;
 mod faults;
 mod generate;
+mod layout_lock;
 mod push_all;
 mod registry;
 mod support_registry;

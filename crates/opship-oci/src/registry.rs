@@ -13,7 +13,7 @@ use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::errors::OciDistributionError;
 use oci_client::manifest::OciDescriptor;
 use opship_core::image::layout::{self, Layout};
-use opship_core::image::oci::{self, Descriptor, Digest, Manifest, annotation, media};
+use opship_core::image::oci::{Descriptor, Digest, Manifest, media};
 
 use crate::auth::Auth;
 use crate::error::{Error, Result};
@@ -465,22 +465,15 @@ impl Registry {
             total += bytes.len() as u64;
         }
         layout.write_blob(&digest, &manifest_bytes)?;
-        let mut index = layout.index()?;
-        let desc = Descriptor {
-            media_type: media_type.clone(),
-            digest: digest.clone(),
-            size: manifest_bytes.len() as u64,
-            annotations: BTreeMap::from([(annotation::REF_NAME.to_owned(), tag.to_owned())]),
-        };
-        match index
-            .manifests
-            .iter_mut()
-            .find(|d| d.annotations.get(annotation::REF_NAME).map(String::as_str) == Some(tag))
-        {
-            Some(slot) => *slot = desc,
-            None => index.manifests.push(desc),
-        }
-        layout::write_atomic(&layout_dir.join("index.json"), &oci::to_json(&index)?)?;
+        layout.tag(
+            tag,
+            Descriptor {
+                media_type: media_type.clone(),
+                digest: digest.clone(),
+                size: manifest_bytes.len() as u64,
+                annotations: BTreeMap::new(),
+            },
+        )?;
         Ok(PullReport {
             digest,
             media_type,
