@@ -261,6 +261,28 @@ impl Registry {
             mounted: 0,
             uploaded_bytes: 0,
         };
+        let tagged = target.tag().map(|t| {
+            Reference::with_tag(
+                target.registry().to_owned(),
+                target.repository().to_owned(),
+                t.to_owned(),
+            )
+        });
+        // A re-push costs one request: when the tag already holds these exact manifest bytes,
+        // the registry has every blob too (it refuses manifests with missing blobs). Any
+        // error here (404 above all) just means: push.
+        if let Some(tagged) = &tagged {
+            let auth = self.auth.to_oci();
+            match self.client.pull_manifest_raw(tagged, &auth, ACCEPT).await {
+                Ok((body, _)) if Digest::of(&body) == image.descriptor.digest => {
+                    tracing::info!("{}: {} is up to date", self.host, tagged.whole());
+                    report.skipped = report.blobs;
+                    return Ok(report);
+                }
+                Ok(_) => {}
+                Err(e) => tracing::debug!("{}: {}: {e}", self.host, tagged.whole()),
+            }
+        }
         // The blobs of one image go up at the same time; the manifest waits for all of them.
         let outcomes = futures_util::future::try_join_all(
             blobs
@@ -284,13 +306,8 @@ impl Registry {
             .map_err(|_| Error::Input(format!("bad manifest media type `{content_type}`")))?;
         let body = bytes::Bytes::from(image.manifest_bytes.clone());
         self.put_manifest(&by_digest, &body, &content_type).await?;
-        if let Some(t) = target.tag() {
-            let tagged = Reference::with_tag(
-                target.registry().to_owned(),
-                target.repository().to_owned(),
-                t.to_owned(),
-            );
-            self.put_manifest(&tagged, &body, &content_type).await?;
+        if let Some(tagged) = &tagged {
+            self.put_manifest(tagged, &body, &content_type).await?;
         }
         Ok(report)
     }
