@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::run;
-use crate::support_registry::{TestRegistry, build, http_get, isolated, ok, skopeo_inspect};
+use crate::support_registry::{TestRegistry, build, isolated, manifest_status, ok, skopeo_inspect};
 
 /// What the proxy does to a request a rule matches.
 #[derive(Clone, Copy, Debug)]
@@ -324,11 +324,16 @@ fn persistent_faults_fail_clearly_and_tag_nothing_incomplete() {
     );
     assert_eq!(proxy.count(&format!("{layer} -> Status(500)")), 3);
     assert!(!r.stdout.contains("sha256:"), "{}", r.stdout);
-    let (status, _) = http_get(&reg.addr, "/v2/a/bundle/manifests/v1", &[]).unwrap();
-    assert_eq!(status, 404, "the tag must not exist");
-    let (status, _) =
-        http_get(&reg.addr, &format!("/v2/a/bundle/manifests/{digest}"), &[]).unwrap();
-    assert_eq!(status, 404, "no manifest without its layer");
+    assert_eq!(
+        manifest_status(&reg.addr, "a/bundle", "v1"),
+        404,
+        "the tag must not exist"
+    );
+    assert_eq!(
+        manifest_status(&reg.addr, "a/bundle", &digest),
+        404,
+        "no manifest without its layer"
+    );
 
     // Every connection dropped mid-upload: exit 2, "cannot reach", nothing tagged.
     proxy.script(vec![rule("PUT", &layer, Fault::DropRequest, usize::MAX)]);
@@ -341,8 +346,7 @@ fn persistent_faults_fail_clearly_and_tag_nothing_incomplete() {
         r.stderr
     );
     assert_eq!(proxy.count(&format!("{layer} -> DropRequest")), 2);
-    let (status, _) = http_get(&reg.addr, "/v2/b/bundle/manifests/v1", &[]).unwrap();
-    assert_eq!(status, 404);
+    assert_eq!(manifest_status(&reg.addr, "b/bundle", "v1"), 404);
 
     // The tag's PUT stalls every time: the image is there by digest, complete, but untagged.
     proxy.script(vec![rule(
@@ -359,8 +363,8 @@ fn persistent_faults_fail_clearly_and_tag_nothing_incomplete() {
         "{}",
         r.stderr
     );
-    let (status, _) = http_get(&reg.addr, "/v2/c/bundle/manifests/v1", &[]).unwrap();
-    assert_eq!(status, 404);
+    assert_eq!(manifest_status(&reg.addr, "c/bundle", "v1"), 404);
+    assert_eq!(manifest_status(&reg.addr, "c/bundle", &digest), 200);
     let by_digest = format!("{}/c/bundle@{digest}", reg.addr);
     assert_eq!(
         pull_verified(&home, &by_digest, &tmp.path().join("c")),
@@ -406,8 +410,11 @@ fn a_push_killed_halfway_completes_when_run_again() {
     let status = child.wait().unwrap();
     assert!(!status.success());
     let direct = format!("{}/killed/bundle:v0.3.0", reg.addr);
-    let (code, _) = http_get(&reg.addr, "/v2/killed/bundle/manifests/v0.3.0", &[]).unwrap();
-    assert_eq!(code, 404, "no tag after the kill");
+    assert_eq!(
+        manifest_status(&reg.addr, "killed/bundle", "v0.3.0"),
+        404,
+        "no tag after the kill"
+    );
 
     // Run again: completes, and the image verifies blob by blob.
     let r = ok(
@@ -417,4 +424,70 @@ fn a_push_killed_halfway_completes_when_run_again() {
     assert_eq!(r.stdout.trim(), digest);
     assert_eq!(skopeo_inspect(&direct)["Digest"], digest.as_str());
     assert_eq!(pull_verified(&home, &direct, &tmp.path().join("p")), digest);
+}
+
+#[test]
+fn a_failing_image_stops_push_all_and_a_rerun_completes() {
+    let reg = TestRegistry::start(None);
+    let proxy = FaultProxy::start(&reg.addr);
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let layout = tmp.path().join("oci");
+    ok(
+        run(crate::opship()
+            .args(["build", "--layout"])
+            .arg(&layout)
+            .arg(crate::repo().join("bundle/0.1.0"))
+            .arg(crate::repo().join("bundle/0.2.0"))
+            .arg(crate::repo().join("bundle/0.3.0"))),
+        "build",
+    );
+    let l = layout.display().to_string();
+    let ns = format!("{}/ops", proxy.addr);
+
+    // The tag of the second image is refused every time; one image at a time.
+    proxy.script(vec![rule(
+        "PUT",
+        "/manifests/0.2.0",
+        Fault::Status(500),
+        usize::MAX,
+    )]);
+    let r = run(fast(&home, 1).args(["push", &l, &ns, "--all-tags", "--jobs", "1"]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", r.stdout);
+    assert!(
+        lines[0].starts_with(&format!("{ns}/memcached-operator-bundle:0.1.0 sha256:")),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr.contains(&format!(
+            "{ns}/memcached-operator-bundle:0.2.0 (layout tag `0.2.0`)"
+        )) && r.stderr.contains("fault proxy: injected 500"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("pushed 1 of 3 images"), "{}", r.stderr);
+    let tag_status = |v: &str| manifest_status(&reg.addr, "ops/memcached-operator-bundle", v);
+    assert_eq!(tag_status("0.1.0"), 200);
+    assert_eq!(tag_status("0.2.0"), 404);
+    assert_eq!(
+        tag_status("0.3.0"),
+        404,
+        "nothing started after the failure"
+    );
+
+    // Without the fault the same command completes; the first image is already up to date.
+    proxy.script(Vec::new());
+    let r = ok(
+        run(fast(&home, 1).args(["push", &l, &ns, "--all-tags"])),
+        "re-run",
+    );
+    assert_eq!(r.stdout.lines().count(), 3, "{}", r.stdout);
+    for v in ["0.1.0", "0.2.0", "0.3.0"] {
+        assert_eq!(tag_status(v), 200, "{v}");
+        let direct = format!("{}/ops/memcached-operator-bundle:{v}", reg.addr);
+        pull_verified(&home, &direct, &tmp.path().join(format!("p{v}")));
+    }
 }

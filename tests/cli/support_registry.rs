@@ -179,6 +179,22 @@ pub fn http_get(addr: &str, path: &str, headers: &[(&str, &str)]) -> Option<(u16
     Some((status, body))
 }
 
+/// HTTP status of `GET /v2/<repo>/manifests/<reference>` straight from the registry, accepting
+/// OCI and Docker image manifests (distribution answers 404 for an OCI manifest to a client
+/// that does not accept its media type): 200 when the tag or digest is there.
+pub fn manifest_status(addr: &str, repo: &str, reference: &str) -> u16 {
+    http_get(
+        addr,
+        &format!("/v2/{repo}/manifests/{reference}"),
+        &[(
+            "Accept",
+            "application/vnd.oci.image.manifest.v1+json,              application/vnd.docker.distribution.manifest.v2+json",
+        )],
+    )
+    .expect("registry reachable")
+    .0
+}
+
 /// `opship` with an empty HOME and no other credential sources from the environment.
 pub fn isolated(home: &Path) -> Command {
     let mut c = opship();

@@ -220,7 +220,8 @@ impl Registry {
 
     /// Pushes the image tagged `tag` in the layout at `layout_dir` to `target`: blobs the
     /// registry lacks (HEAD first; mounted from `from` when given), the manifest by digest,
-    /// then the tag of `target` (if it has one). Re-pushing is a no-op upload-wise.
+    /// then the tag of `target` (if it has one), the blobs at the same time. When the tag
+    /// already holds this manifest, nothing else is sent.
     pub async fn push_from_layout(
         &self,
         layout_dir: &Path,
