@@ -470,11 +470,19 @@ impl Registry {
     ) -> Result<PullReport> {
         layout::check_tag(tag)?;
         let (manifest_bytes, digest, media_type, manifest) = self.fetch_manifest(source).await?;
-        let mut blobs = Vec::new();
-        for desc in std::iter::once(&manifest.config).chain(manifest.layers.iter()) {
-            let bytes = self.fetch_blob(source, desc).await?;
-            blobs.push((desc.digest.clone(), bytes));
-        }
+        // All blobs at the same time; nothing is written until every one is verified.
+        let descs: Vec<&Descriptor> = std::iter::once(&manifest.config)
+            .chain(manifest.layers.iter())
+            .collect();
+        let fetched = futures_util::future::try_join_all(
+            descs.iter().map(|desc| self.fetch_blob(source, desc)),
+        )
+        .await?;
+        let blobs: Vec<(Digest, Vec<u8>)> = descs
+            .iter()
+            .map(|d| d.digest.clone())
+            .zip(fetched)
+            .collect();
         let layout = Layout::new(layout_dir);
         layout.init()?;
         let mut total = manifest_bytes.len() as u64;
