@@ -200,10 +200,10 @@ fn handle(client: TcpStream, upstream: &str, rules: &Mutex<Vec<Rule>>, log: &Mut
     let _ = client.shutdown(Shutdown::Both);
 }
 
-/// `opship` with a 1 s timeout and `retries` retries.
+/// `opship` with a 2 s timeout (stalls last longer) and `retries` retries.
 fn fast(home: &Path, retries: u32) -> Command {
     let mut c = isolated(home);
-    c.env("OPSHIP_REGISTRY_TIMEOUT", "1")
+    c.env("OPSHIP_REGISTRY_TIMEOUT", "2")
         .env("OPSHIP_REGISTRY_RETRIES", retries.to_string());
     c
 }
@@ -252,13 +252,13 @@ fn transient_faults_are_retried() {
         rule(
             "PUT",
             "/manifests/sha256:",
-            Fault::Stall(Duration::from_secs(4)),
+            Fault::Stall(Duration::from_secs(6)),
             1,
         ),
         rule("PUT", "/manifests/v0.3.0", Fault::DropResponse, 1),
     ]);
     let via_proxy = format!("{}/flaky/bundle:v0.3.0", proxy.addr);
-    let r = ok(run(fast(&home, 3).args(["push", &src, &via_proxy])), "push");
+    let r = ok(run(fast(&home, 5).args(["push", &src, &via_proxy])), "push");
     assert_eq!(r.stdout.trim(), digest);
     assert!(
         proxy.unused().is_empty(),
@@ -281,13 +281,13 @@ fn transient_faults_are_retried() {
         rule(
             "GET",
             "/blobs/sha256:",
-            Fault::Stall(Duration::from_secs(4)),
+            Fault::Stall(Duration::from_secs(6)),
             1,
         ),
     ]);
     let pulled = tmp.path().join("p2");
     let r = ok(
-        run(fast(&home, 3).args(["pull", &via_proxy, &format!("{}:x", pulled.display())])),
+        run(fast(&home, 5).args(["pull", &via_proxy, &format!("{}:x", pulled.display())])),
         "pull through faults",
     );
     assert_eq!(r.stdout.trim(), digest);
@@ -352,7 +352,7 @@ fn persistent_faults_fail_clearly_and_tag_nothing_incomplete() {
     proxy.script(vec![rule(
         "PUT",
         "/manifests/v1",
-        Fault::Stall(Duration::from_secs(3)),
+        Fault::Stall(Duration::from_secs(5)),
         usize::MAX,
     )]);
     let r = run(fast(&home, 1).args(["push", &src, &format!("{}/c/bundle:v1", proxy.addr)]));
