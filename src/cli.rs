@@ -57,10 +57,11 @@ SOURCE_DATE_EPOCH → same digest on every machine.\n\nExamples:\n  opship build
     /// Push an image from an OCI layout to a registry (blobs the registry lacks, then the
     /// manifest by digest, then the tag).
     #[command(
-        after_help = "Prints the pushed digest. Credentials: --username/--password-stdin, else \
-`opship login`'s Docker config, containers auth.json, credential helpers (docs/registry.md). Plain \
-HTTP only for loopback registries or with --insecure.\n\nExample:\n  opship push dist/oci:0.3.0 \
-127.0.0.1:5000/memcached-operator-bundle:v0.3.0"
+        after_help = "Prints the pushed digest (with --all-tags: one `REF DIGEST` line per image). \
+Credentials: --username/--password-stdin, else `opship login`'s Docker config, containers \
+auth.json, credential helpers (docs/registry.md). Plain HTTP only for loopback registries or with \
+--insecure.\n\nExamples:\n  opship push dist/oci:0.3.0 127.0.0.1:5000/memcached-operator-bundle:v0.3.0\n  \
+opship push dist/oci quay.io/example --all-tags --jobs 8"
     )]
     Push(PushArgs),
     /// Pull an image from a registry into an OCI layout (every digest verified).
@@ -122,16 +123,44 @@ pub struct RegistryArgs {
     /// Allow plain HTTP to a non-loopback registry.
     #[arg(long)]
     pub insecure: bool,
+    /// Seconds without an answer or data before a request is given up (then retried).
+    #[arg(
+        long,
+        env = "OPSHIP_REGISTRY_TIMEOUT",
+        value_name = "SECONDS",
+        default_value_t = 60.0
+    )]
+    pub timeout: f64,
+    /// Retries of a request after 5xx, 429, a dropped connection or a timeout (backoff 250 ms,
+    /// doubling).
+    #[arg(
+        long,
+        env = "OPSHIP_REGISTRY_RETRIES",
+        value_name = "N",
+        default_value_t = 3
+    )]
+    pub retries: u32,
 }
 
 #[derive(Debug, Args)]
 pub struct PushArgs {
-    /// Source: `LAYOUT:TAG` (an OCI layout directory and the tag in it).
+    /// Source: `LAYOUT:TAG` (an OCI layout directory and the tag in it); with --all-tags, the
+    /// layout directory.
     #[arg(value_name = "LAYOUT:TAG")]
     pub source: String,
-    /// Destination `REGISTRY/REPO:TAG`.
+    /// Destination `REGISTRY/REPO:TAG`; with --all-tags, a namespace `REGISTRY[/PATH]`.
     #[arg(value_name = "REF")]
     pub target: String,
+    /// Push every tagged image of the layout under the namespace REF: `NAME:TAG` goes to
+    /// `REF/NAME:TAG` (last path part of NAME), a plain `TAG` to `REF/<package>-bundle:TAG`.
+    #[arg(long)]
+    pub all_tags: bool,
+    /// Images pushed at the same time with --all-tags (one connection pool is shared).
+    #[arg(long, short = 'j', value_name = "N", default_value_t = 8)]
+    pub jobs: usize,
+    /// Output format: `REF DIGEST` lines, or a JSON array.
+    #[arg(long, short, value_enum, default_value_t = RegistryOutput::Text)]
+    pub output: RegistryOutput,
     /// Repository on the same registry to mount blobs from instead of uploading them.
     #[arg(long, value_name = "REPO")]
     pub from: Option<String>,

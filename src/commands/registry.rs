@@ -2,9 +2,11 @@
 //! opship-oci runs on a current-thread tokio runtime created here.
 
 use std::io::{Read, Write};
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 use opship_oci::auth::{self, Auth, Env};
+use opship_oci::batch;
 use opship_oci::registry::{self, Options, Registry};
 
 use super::{CmdError, ExitStatus};
@@ -51,12 +53,28 @@ pub(super) fn client(
     chunked: bool,
 ) -> Result<Registry, CmdError> {
     let auth = credentials(args, reference.resolve_registry())?;
-    let options = Options {
+    Ok(Registry::new(reference, auth, options(args, chunked)?))
+}
+
+/// Client options from `--insecure`, `--timeout` and `--retries`.
+fn options(args: &RegistryArgs, chunked: bool) -> Result<Options, CmdError> {
+    if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 86_400.0) {
+        return Err(format!(
+            "--timeout / OPSHIP_REGISTRY_TIMEOUT: `{}` is not a number of seconds between 0 and 86400",
+            args.timeout
+        )
+        .into());
+    }
+    let timeout = std::time::Duration::from_secs_f64(args.timeout);
+    let defaults = Options::default();
+    Ok(Options {
         insecure: args.insecure,
         chunked,
-        ..Options::default()
-    };
-    Ok(Registry::new(reference, auth, options))
+        attempts: args.retries.saturating_add(1),
+        read_timeout: timeout,
+        connect_timeout: defaults.connect_timeout.min(timeout),
+        ..defaults
+    })
 }
 
 /// Splits `LAYOUT:TAG`; `None` as tag when there is no `:TAG` part.
@@ -69,22 +87,20 @@ pub(super) fn split_layout(s: &str) -> (PathBuf, Option<String>) {
     }
 }
 
-/// Runs `opship push LAYOUT:TAG REF`.
+/// Runs `opship push LAYOUT:TAG REF` and `opship push LAYOUT NAMESPACE --all-tags`.
 pub fn push(args: &PushArgs) -> Result<ExitStatus, CmdError> {
+    if args.all_tags {
+        return push_all(args);
+    }
     let (dir, tag) = split_layout(&args.source);
-    let tag = tag.ok_or_else(|| format!("`{}`: expected LAYOUT:TAG", args.source))?;
+    let tag = tag.ok_or_else(|| {
+        format!(
+            "`{}`: expected LAYOUT:TAG (or --all-tags to push every image of a layout)",
+            args.source
+        )
+    })?;
     let target = registry::parse_reference(&args.target)?;
-    let from = match &args.from {
-        Some(f) => {
-            let full = if f.contains('/') && registry::parse_reference(f).is_ok() {
-                f.clone()
-            } else {
-                format!("{}/{f}", target.registry())
-            };
-            Some(registry::parse_reference(&full)?)
-        }
-        None => None,
-    };
+    let from = from_reference(args, &target)?;
     let client = client(&target, &args.registry, args.chunked)?;
     let report =
         runtime()?.block_on(client.push_from_layout(&dir, &tag, &target, from.as_ref()))?;
@@ -119,8 +135,111 @@ pub fn push(args: &PushArgs) -> Result<ExitStatus, CmdError> {
             s.location, s.signatures
         );
     }
-    writeln!(std::io::stdout(), "{}", report.digest)?;
+    let mut out = std::io::stdout().lock();
+    match args.output {
+        RegistryOutput::Json => {
+            serde_json::to_writer(&mut out, &[pushed_json(&tag, &args.target, &report)])?;
+            writeln!(out)?;
+        }
+        RegistryOutput::Text => writeln!(out, "{}", report.digest)?,
+    }
     Ok(ExitStatus::Success)
+}
+
+/// `--from REPO`: a repository on the target's registry, or a full reference.
+fn from_reference(
+    args: &PushArgs,
+    target: &registry::Reference,
+) -> Result<Option<registry::Reference>, CmdError> {
+    let Some(f) = &args.from else {
+        return Ok(None);
+    };
+    let full = if f.contains('/') && registry::parse_reference(f).is_ok() {
+        f.clone()
+    } else {
+        format!("{}/{f}", target.registry())
+    };
+    Ok(Some(registry::parse_reference(&full)?))
+}
+
+fn pushed_json(tag: &str, reference: &str, r: &registry::PushReport) -> serde_json::Value {
+    serde_json::json!({
+        "tag": tag,
+        "reference": reference,
+        "digest": r.digest.to_string(),
+        "blobs": r.blobs,
+        "present": r.skipped,
+        "mounted": r.mounted,
+        "uploadedBytes": r.uploaded_bytes,
+    })
+}
+
+/// `opship push LAYOUT NAMESPACE --all-tags`: every tagged image, `--jobs` at a time over one
+/// client. Lines are printed in layout order as images finish; the first failure stops the
+/// rest (exit 2), and what was pushed stays pushed.
+fn push_all(args: &PushArgs) -> Result<ExitStatus, CmdError> {
+    let dir = PathBuf::from(&args.source);
+    if !dir.join("index.json").exists() && split_layout(&args.source).1.is_some() {
+        return Err(format!(
+            "`{}`: with --all-tags the source is a layout directory, without `:TAG`",
+            args.source
+        )
+        .into());
+    }
+    let plan = batch::plan(&dir, &args.target)?;
+    let first = &plan[0].target;
+    let from = from_reference(args, first)?;
+    let client = client(first, &args.registry, args.chunked)?;
+    let mut pushed = Vec::new();
+    let mut failed = None;
+    let (mut uploaded, mut present, mut blobs) = (0u64, 0usize, 0usize);
+    let mut out = std::io::stdout().lock();
+    let mut write_error = None;
+    runtime()?.block_on(
+        client.push_all(
+            &dir,
+            &plan,
+            args.jobs,
+            from.as_ref(),
+            |p, result| match result {
+                Ok(report) => {
+                    uploaded += report.uploaded_bytes;
+                    present += report.skipped;
+                    blobs += report.blobs;
+                    if args.output == RegistryOutput::Text
+                        && let Err(e) = writeln!(out, "{} {}", p.destination, report.digest)
+                    {
+                        write_error = Some(e);
+                        return ControlFlow::Break(());
+                    }
+                    pushed.push(pushed_json(&p.tag, &p.destination, &report));
+                    ControlFlow::Continue(())
+                }
+                Err(e) => {
+                    failed = Some(format!("{} (layout tag `{}`): {e}", p.destination, p.tag));
+                    ControlFlow::Break(())
+                }
+            },
+        ),
+    );
+    if let Some(e) = write_error {
+        return Err(e.into());
+    }
+    if args.output == RegistryOutput::Json {
+        serde_json::to_writer(&mut out, &pushed)?;
+        writeln!(out)?;
+    }
+    eprintln!(
+        "pushed {} of {} images to {}: {} of {blobs} blobs already present, {uploaded} bytes uploaded",
+        pushed.len(),
+        plan.len(),
+        args.target,
+        present
+    );
+    match failed {
+        Some(message) => Err(message.into()),
+        None => Ok(ExitStatus::Success),
+    }
 }
 
 /// Runs `opship pull REF LAYOUT[:TAG]`.

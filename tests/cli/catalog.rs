@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::registry::TestRegistry;
+use crate::support_registry::TestRegistry;
 use crate::{opship, repo, run};
 
 const PKG: &str = "memcached-operator";

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::registry::{TestRegistry, isolated};
+use crate::support_registry::{TestRegistry, isolated};
 use crate::{hidden_entries, opship, read_tree, repo, run, sample_copy};
 
 /// The Python with helm-python-sdk (scripts/test sets OPSHIP_PYTHON).

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::registry::{TestRegistry, isolated, json, ok, run_stdin, skopeo};
+use crate::support_registry::{TestRegistry, isolated, json, ok, run_stdin, skopeo};
 use crate::{opship, read_tree, run, sample_copy};
 
 const CSV: &str = "manifests/memcached-operator.clusterserviceversion.yaml";

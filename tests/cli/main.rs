@@ -6,9 +6,14 @@ mod build;
 mod catalog;
 mod chart;
 mod digests;
+mod faults;
 mod generate;
+mod layout_lock;
+mod push_all;
 mod registry;
 mod sign;
+mod support_registry;
+mod token_auth;
 mod validate;
 
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::registry::{TestRegistry, build, isolated, json, ok, skopeo};
+use crate::support_registry::{TestRegistry, build, isolated, json, ok, skopeo};
 use crate::{Run, repo, run};
 
 const PASSWORD: &str = "correct horse S3cret-battery";
@@ -40,7 +40,7 @@ fn python() -> Command {
 /// Runs the openssl/curl/jq verifier.
 fn openssl_verify(reg: &str, repo_name: &str, reference: &str, public: &Path) -> Run {
     for tool in ["openssl", "curl", "jq"] {
-        crate::registry::require(tool, tool);
+        crate::support_registry::require(tool, tool);
     }
     run(Command::new("bash")
         .arg(repo().join("tests/scripts/verify-cosign.sh"))
@@ -1034,7 +1034,7 @@ fn sign_and_verify_with_registry_credentials() {
     let target = format!("{}/private/bundle:v0.3.0", reg.addr);
     let auth = ["-u", "alice", "--password-stdin"];
     ok(
-        crate::registry::run_stdin(
+        crate::support_registry::run_stdin(
             isolated(&home)
                 .args(["push", &format!("{}:0.3.0", layout.display()), &target])
                 .args(auth),
@@ -1050,7 +1050,7 @@ fn sign_and_verify_with_registry_credentials() {
         "key generate",
     );
     let r = ok(
-        crate::registry::run_stdin(
+        crate::support_registry::run_stdin(
             isolated(&home)
                 .env("COSIGN_PASSWORD", PASSWORD)
                 .args(["sign", "--bundle-format", "--key"])
@@ -1063,7 +1063,7 @@ fn sign_and_verify_with_registry_credentials() {
     );
     assert!(r.stderr.contains(&digest), "{}", r.stderr);
     let r = ok(
-        crate::registry::run_stdin(
+        crate::support_registry::run_stdin(
             isolated(&home)
                 .args(["verify", "--key"])
                 .arg(prefix.with_extension("pub"))

@@ -6,6 +6,7 @@
 
 pub mod artifact;
 pub mod auth;
+pub mod batch;
 pub mod cosign;
 pub mod error;
 pub mod registry;

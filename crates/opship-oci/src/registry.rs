@@ -8,11 +8,12 @@ use std::path::Path;
 use std::time::Duration;
 
 pub use oci_client::Reference;
+use oci_client::RegistryOperation;
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::errors::OciDistributionError;
 use oci_client::manifest::OciDescriptor;
 use opship_core::image::layout::{self, Layout};
-use opship_core::image::oci::{self, Descriptor, Digest, Manifest, annotation, media};
+use opship_core::image::oci::{Descriptor, Digest, Manifest, media};
 
 use crate::auth::Auth;
 use crate::error::{Error, Result};
@@ -72,6 +73,16 @@ pub struct PushReport {
     pub mounted: usize,
     /// Bytes uploaded.
     pub uploaded_bytes: u64,
+}
+
+/// What happened to one blob of a push.
+enum BlobPush {
+    /// The registry had it.
+    Present,
+    /// Mounted from another repository.
+    Mounted,
+    /// Uploaded, this many bytes.
+    Uploaded(u64),
 }
 
 /// What a pull did.
@@ -195,9 +206,25 @@ impl Registry {
             .await;
     }
 
+    /// With credentials, fetches the token for `op` on the repository of `reference` up
+    /// front: oci-client goes on without a token when the token service refuses, and the
+    /// registry's bare 401 would hide the token service's answer (wrong password, no access).
+    /// Basic-auth registries only cost a `GET /v2/` here; anonymous clients skip it.
+    async fn authorize(&self, reference: &Reference, op: RegistryOperation) -> Result<()> {
+        if matches!(self.auth, Auth::Anonymous) {
+            return Ok(());
+        }
+        let auth = self.auth.to_oci();
+        let auth = &auth;
+        self.retry(move || self.client.auth(reference, auth, op))
+            .await
+            .map(|_| ())
+    }
+
     /// Pushes the image tagged `tag` in the layout at `layout_dir` to `target`: blobs the
     /// registry lacks (HEAD first; mounted from `from` when given), the manifest by digest,
-    /// then the tag of `target` (if it has one). Re-pushing is a no-op upload-wise.
+    /// then the tag of `target` (if it has one), the blobs at the same time. When the tag
+    /// already holds this manifest, nothing else is sent.
     pub async fn push_from_layout(
         &self,
         layout_dir: &Path,
@@ -208,6 +235,7 @@ impl Registry {
         let image = Layout::new(layout_dir).read_image(tag)?;
         self.store_auth().await;
         let by_digest = target.clone_with_digest(image.descriptor.digest.to_string());
+        self.authorize(&by_digest, RegistryOperation::Push).await?;
         if let Some(d) = target.digest()
             && d != image.descriptor.digest.as_str()
         {
@@ -217,16 +245,19 @@ impl Registry {
                 image.descriptor.digest
             )));
         }
-        let blobs: Vec<(&Descriptor, &[u8])> =
-            std::iter::once((&image.manifest.config, image.config_bytes.as_slice()))
-                .chain(
-                    image
-                        .manifest
-                        .layers
-                        .iter()
-                        .zip(image.layers.iter().map(Vec::as_slice)),
-                )
-                .collect();
+        let mut image = image;
+        let blobs: Vec<(&Descriptor, bytes::Bytes)> = std::iter::once((
+            &image.manifest.config,
+            bytes::Bytes::from(std::mem::take(&mut image.config_bytes)),
+        ))
+        .chain(
+            image.manifest.layers.iter().zip(
+                std::mem::take(&mut image.layers)
+                    .into_iter()
+                    .map(bytes::Bytes::from),
+            ),
+        )
+        .collect();
         let mut report = PushReport {
             digest: image.descriptor.digest.clone(),
             blobs: blobs.len(),
@@ -234,33 +265,41 @@ impl Registry {
             mounted: 0,
             uploaded_bytes: 0,
         };
-        for (desc, bytes) in blobs {
-            let digest = desc.digest.as_str();
-            let r = &by_digest;
-            if self
-                .retry(move || self.client.blob_exists(r, digest))
-                .await?
-            {
-                tracing::info!("{}: blob {digest} exists, skipped", self.host);
-                report.skipped += 1;
-                continue;
-            }
-            if let Some(from) = from
-                && from.resolve_registry() == self.host
-            {
-                match self.client.mount_blob(r, from, digest).await {
-                    Ok(()) if self.client.blob_exists(r, digest).await.unwrap_or(false) => {
-                        report.mounted += 1;
-                        continue;
-                    }
-                    Ok(()) => {}
-                    Err(e) => tracing::info!("mount of {digest} failed ({e}); uploading"),
+        let tagged = target.tag().map(|t| {
+            Reference::with_tag(
+                target.registry().to_owned(),
+                target.repository().to_owned(),
+                t.to_owned(),
+            )
+        });
+        // A re-push costs one request: when the tag already holds these exact manifest bytes,
+        // the registry has every blob too (it refuses manifests with missing blobs). Any
+        // error here (404 above all) just means: push.
+        if let Some(tagged) = &tagged {
+            let auth = self.auth.to_oci();
+            match self.client.pull_manifest_raw(tagged, &auth, ACCEPT).await {
+                Ok((body, _)) if Digest::of(&body) == image.descriptor.digest => {
+                    tracing::info!("{}: {} is up to date", self.host, tagged.whole());
+                    report.skipped = report.blobs;
+                    return Ok(report);
                 }
+                Ok(_) => {}
+                Err(e) => tracing::debug!("{}: {}: {e}", self.host, tagged.whole()),
             }
-            let data = bytes::Bytes::copy_from_slice(bytes);
-            self.retry(move || self.client.push_blob(r, data.clone(), digest))
-                .await?;
-            report.uploaded_bytes += bytes.len() as u64;
+        }
+        // The blobs of one image go up at the same time; the manifest waits for all of them.
+        let outcomes = futures_util::future::try_join_all(
+            blobs
+                .into_iter()
+                .map(|(desc, data)| self.push_blob(&by_digest, from, desc, data)),
+        )
+        .await?;
+        for outcome in outcomes {
+            match outcome {
+                BlobPush::Present => report.skipped += 1,
+                BlobPush::Mounted => report.mounted += 1,
+                BlobPush::Uploaded(n) => report.uploaded_bytes += n,
+            }
         }
         let content_type = image
             .manifest
@@ -271,15 +310,44 @@ impl Registry {
             .map_err(|_| Error::Input(format!("bad manifest media type `{content_type}`")))?;
         let body = bytes::Bytes::from(image.manifest_bytes.clone());
         self.put_manifest(&by_digest, &body, &content_type).await?;
-        if let Some(t) = target.tag() {
-            let tagged = Reference::with_tag(
-                target.registry().to_owned(),
-                target.repository().to_owned(),
-                t.to_owned(),
-            );
-            self.put_manifest(&tagged, &body, &content_type).await?;
+        if let Some(tagged) = &tagged {
+            self.put_manifest(tagged, &body, &content_type).await?;
         }
         Ok(report)
+    }
+
+    /// One blob of a push: skipped when the registry has it, else mounted from `from` (same
+    /// registry) when that works, else uploaded.
+    async fn push_blob(
+        &self,
+        r: &Reference,
+        from: Option<&Reference>,
+        desc: &Descriptor,
+        data: bytes::Bytes,
+    ) -> Result<BlobPush> {
+        let digest = desc.digest.as_str();
+        if self
+            .retry(move || self.client.blob_exists(r, digest))
+            .await?
+        {
+            tracing::info!("{}: blob {digest} exists, skipped", self.host);
+            return Ok(BlobPush::Present);
+        }
+        if let Some(from) = from
+            && from.resolve_registry() == self.host
+        {
+            match self.client.mount_blob(r, from, digest).await {
+                Ok(()) if self.client.blob_exists(r, digest).await.unwrap_or(false) => {
+                    return Ok(BlobPush::Mounted);
+                }
+                Ok(()) => {}
+                Err(e) => tracing::info!("mount of {digest} failed ({e}); uploading"),
+            }
+        }
+        let len = data.len() as u64;
+        self.retry(move || self.client.push_blob(r, data.clone(), digest))
+            .await?;
+        Ok(BlobPush::Uploaded(len))
     }
 
     async fn put_manifest(
@@ -324,6 +392,7 @@ impl Registry {
         source: &Reference,
     ) -> Result<(Vec<u8>, Digest, String, Manifest)> {
         self.store_auth().await;
+        self.authorize(source, RegistryOperation::Pull).await?;
         let auth = self.auth.to_oci();
         let auth = &auth;
         let (body, digest) = self
@@ -404,11 +473,19 @@ impl Registry {
     ) -> Result<PullReport> {
         layout::check_tag(tag)?;
         let (manifest_bytes, digest, media_type, manifest) = self.fetch_manifest(source).await?;
-        let mut blobs = Vec::new();
-        for desc in std::iter::once(&manifest.config).chain(manifest.layers.iter()) {
-            let bytes = self.fetch_blob(source, desc).await?;
-            blobs.push((desc.digest.clone(), bytes));
-        }
+        // All blobs at the same time; nothing is written until every one is verified.
+        let descs: Vec<&Descriptor> = std::iter::once(&manifest.config)
+            .chain(manifest.layers.iter())
+            .collect();
+        let fetched = futures_util::future::try_join_all(
+            descs.iter().map(|desc| self.fetch_blob(source, desc)),
+        )
+        .await?;
+        let blobs: Vec<(Digest, Vec<u8>)> = descs
+            .iter()
+            .map(|d| d.digest.clone())
+            .zip(fetched)
+            .collect();
         let layout = Layout::new(layout_dir);
         layout.init()?;
         let mut total = manifest_bytes.len() as u64;
@@ -417,22 +494,15 @@ impl Registry {
             total += bytes.len() as u64;
         }
         layout.write_blob(&digest, &manifest_bytes)?;
-        let mut index = layout.index()?;
-        let desc = Descriptor {
-            media_type: media_type.clone(),
-            digest: digest.clone(),
-            size: manifest_bytes.len() as u64,
-            annotations: BTreeMap::from([(annotation::REF_NAME.to_owned(), tag.to_owned())]),
-        };
-        match index
-            .manifests
-            .iter_mut()
-            .find(|d| d.annotations.get(annotation::REF_NAME).map(String::as_str) == Some(tag))
-        {
-            Some(slot) => *slot = desc,
-            None => index.manifests.push(desc),
-        }
-        layout::write_atomic(&layout_dir.join("index.json"), &oci::to_json(&index)?)?;
+        layout.tag(
+            tag,
+            Descriptor {
+                media_type: media_type.clone(),
+                digest: digest.clone(),
+                size: manifest_bytes.len() as u64,
+                annotations: BTreeMap::new(),
+            },
+        )?;
         Ok(PullReport {
             digest,
             media_type,
@@ -489,6 +559,7 @@ impl Registry {
     /// The tags of the repository of `reference`.
     pub async fn list_tags(&self, reference: &Reference) -> Result<Vec<String>> {
         self.store_auth().await;
+        self.authorize(reference, RegistryOperation::Pull).await?;
         let auth = self.auth.to_oci();
         let auth = &auth;
         let r = self
@@ -529,11 +600,8 @@ impl Registry {
             let auth = self.auth.to_oci();
             let auth = &auth;
             let probe = &probe;
-            self.retry(move || {
-                self.client
-                    .auth(probe, auth, oci_client::RegistryOperation::Pull)
-            })
-            .await?;
+            self.retry(move || self.client.auth(probe, auth, RegistryOperation::Pull))
+                .await?;
             return Ok(());
         }
         let Auth::Basic { username, password } = &self.auth else {
@@ -663,12 +731,12 @@ fn status_of(envelope: &oci_client::errors::OciEnvelope) -> &'static str {
 fn retryable(e: &OciDistributionError) -> bool {
     match e {
         OciDistributionError::ServerError { code, .. } => *code >= 500 || *code == 429,
-        OciDistributionError::RequestError(r) => {
-            r.is_connect()
-                || r.is_timeout()
-                || r.status()
-                    .is_some_and(|s| s.is_server_error() || s.as_u16() == 429)
-        }
+        // Without a status the request failed in transport: refused or reset connection,
+        // timeout, a connection closed before the answer was complete.
+        OciDistributionError::RequestError(r) => match r.status() {
+            Some(s) => s.is_server_error() || s.as_u16() == 429,
+            None => !r.is_builder() && !r.is_redirect(),
+        },
         OciDistributionError::RegistryError { envelope, .. } => envelope
             .errors
             .iter()

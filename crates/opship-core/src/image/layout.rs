@@ -4,7 +4,8 @@
 //!
 //! Writing: blobs first (temporary file + rename, skipped when the blob exists with the right
 //! content), `index.json` last, atomically, so a reader never sees a tag whose blobs are
-//! missing. Reading verifies every blob's size and digest.
+//! missing; `index.json` updates hold a file lock so concurrent writers keep each other's
+//! tags. Reading verifies every blob's size and digest.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,6 +13,9 @@ use std::path::{Path, PathBuf};
 use super::build::Image;
 use super::oci::{self, Descriptor, Digest, ImageConfig, Index, Manifest, annotation, media};
 use crate::error::{Error, Result};
+
+/// The lock file that serialises `index.json` updates (see [`Layout::update_index`]).
+pub const LOCK_FILE: &str = "index.json.lock";
 
 /// Content of `oci-layout`.
 pub const OCI_LAYOUT: &[u8] = br#"{"imageLayoutVersion":"1.0.0"}"#;
@@ -142,23 +146,50 @@ impl Layout {
         images: impl IntoIterator<Item = (&'a str, &'a Image)>,
     ) -> Result<()> {
         self.init()?;
-        let mut index = self.index()?;
-        for (tag, image) in images {
+        let images: Vec<(&str, &Image)> = images.into_iter().collect();
+        for (tag, _) in &images {
             check_tag(tag)?;
-            self.write_blobs(image)?;
-            let mut desc = image.manifest_descriptor.clone();
-            desc.annotations = BTreeMap::from([(annotation::REF_NAME.to_owned(), tag.to_owned())]);
-            match index
-                .manifests
-                .iter_mut()
-                .find(|d| d.annotations.get(annotation::REF_NAME).map(String::as_str) == Some(tag))
-            {
-                Some(slot) => *slot = desc,
-                None => index.manifests.push(desc),
-            }
         }
+        for (_, image) in &images {
+            self.write_blobs(image)?;
+        }
+        self.update_index(|index| {
+            for (tag, image) in &images {
+                set_tag(index, tag, image.manifest_descriptor.clone());
+            }
+            Ok(())
+        })
+    }
+
+    /// Points `tag` at the manifest `desc` (whose blobs must be in the layout already).
+    pub fn tag(&self, tag: &str, desc: Descriptor) -> Result<()> {
+        check_tag(tag)?;
+        self.init()?;
+        self.update_index(|index| {
+            set_tag(index, tag, desc);
+            Ok(())
+        })
+    }
+
+    /// Read-modify-write of `index.json` under an exclusive lock on `index.json.lock` in the
+    /// layout, so writers in other processes (two `opship build` or `opship pull` into one
+    /// layout) or threads wait for each other instead of losing each other's tags. The lock
+    /// file stays (removing it would let a third writer lock a new file while a second still
+    /// holds the old one); readers do not need it, since `index.json` is replaced atomically.
+    pub fn update_index(&self, change: impl FnOnce(&mut Index) -> Result<()>) -> Result<()> {
+        let lock_path = self.dir.join(LOCK_FILE);
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| Error::io(&lock_path, e))?;
+        lock.lock().map_err(|e| Error::io(&lock_path, e))?;
+        let mut index = self.index()?;
+        change(&mut index)?;
         let bytes = oci::to_json(&index)?;
         write_atomic(&self.dir.join("index.json"), &bytes)
+        // The lock goes with `lock`, after the rename.
     }
 
     /// The tags of the layout, in `index.json` order.
@@ -226,6 +257,19 @@ impl Layout {
 /// rename), readable by everyone (0644), like the files `skopeo` and `docker save` write.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     crate::fsutil::write_atomic_with_mode(path, bytes, 0o644)
+}
+
+/// Replaces the entry tagged `tag` in place, or appends one.
+fn set_tag(index: &mut Index, tag: &str, mut desc: Descriptor) {
+    desc.annotations = BTreeMap::from([(annotation::REF_NAME.to_owned(), tag.to_owned())]);
+    match index
+        .manifests
+        .iter_mut()
+        .find(|d| d.annotations.get(annotation::REF_NAME).map(String::as_str) == Some(tag))
+    {
+        Some(slot) => *slot = desc,
+        None => index.manifests.push(desc),
+    }
 }
 
 /// An index with no manifests.

@@ -353,3 +353,40 @@ fn crate_copy(from: &Path, to: &Path) {
         }
     }
 }
+
+#[test]
+fn concurrent_writers_keep_each_others_tags() {
+    // Eight writers, each tagging twenty images into one layout at the same time: every
+    // read-modify-write of index.json holds the layout's lock, so no tag is lost.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("oci");
+    let a = build_bundle(&repo_dir().join("bundle/0.2.0"), &BuildOptions::default()).unwrap();
+    let b = build_bundle(&repo_dir().join("bundle/0.3.0"), &BuildOptions::default()).unwrap();
+    std::thread::scope(|s| {
+        for w in 0..8 {
+            let (dir, a, b) = (&dir, &a, &b);
+            s.spawn(move || {
+                let layout = Layout::new(dir);
+                for i in 0..20 {
+                    let image = if (w + i) % 2 == 0 { a } else { b };
+                    layout
+                        .write_images([(format!("w{w}-{i}").as_str(), image)])
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let layout = Layout::new(&dir);
+    let mut tags = layout.tags().unwrap();
+    tags.sort();
+    let mut expected: Vec<String> = (0..8)
+        .flat_map(|w| (0..20).map(move |i| format!("w{w}-{i}")))
+        .collect();
+    expected.sort();
+    assert_eq!(tags, expected);
+    for w in 0..8 {
+        let image = layout.read_image(&format!("w{w}-0")).unwrap();
+        let want = if w % 2 == 0 { a.digest() } else { b.digest() };
+        assert_eq!(&image.descriptor.digest, want);
+    }
+}
