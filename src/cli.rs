@@ -109,6 +109,53 @@ did (the reason for each is printed), 2 usage or runtime error.\n\nExamples:\n  
 --identity quay.io/example/bundle mirror.example.com/bundle:v0.3.0"
     )]
     Verify(VerifyArgs),
+    /// Print a shell completion script (generated from these command definitions).
+    #[command(after_help = "Examples:
+  # bash, for the current shell and for every new one:
+  source <(opship completions bash)
+  opship completions bash > ~/.local/share/bash-completion/completions/opship
+  # zsh (a directory on $fpath), fish:
+  opship completions zsh > ~/.zfunc/_opship
+  opship completions fish > ~/.config/fish/completions/opship.fish")]
+    Completions(CompletionsArgs),
+    /// Write the man pages: opship.1 and one page per subcommand (opship-push.1, ...).
+    #[command(after_help = "Without --output the main page goes to standard output.
+
+Examples:
+  opship man | man -l -
+  opship man --output /usr/local/share/man/man1
+  man -l dist/man/opship-push.1")]
+    Man(ManArgs),
+}
+
+/// Shells `opship completions` writes scripts for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Shell {
+    /// GNU bash.
+    Bash,
+    /// Z shell.
+    Zsh,
+    /// fish.
+    Fish,
+    /// PowerShell.
+    Powershell,
+    /// Elvish.
+    Elvish,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Directory to write opship.1 and opship-<command>[-<subcommand>].1 into (created when
+    /// missing); default: print the main page to standard output.
+    #[arg(long, short, value_name = "DIR")]
+    pub output: Option<PathBuf>,
 }
 
 /// Options of every registry command.

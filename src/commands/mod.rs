@@ -4,6 +4,7 @@ mod build;
 mod catalog;
 mod chart;
 mod digests;
+mod docs;
 mod generate;
 mod init;
 mod registry;
@@ -62,6 +63,8 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CmdError> {
         Command::Key(KeyCommand::Generate(args)) => sign::generate(&args),
         Command::Sign(args) => sign::sign(&args),
         Command::Verify(args) => sign::verify(&args),
+        Command::Completions(args) => docs::completions(&args),
+        Command::Man(args) => docs::man(&args),
     }
 }
 

@@ -6,6 +6,7 @@ mod build;
 mod catalog;
 mod chart;
 mod digests;
+mod docs;
 mod faults;
 mod generate;
 mod layout_lock;
