@@ -37,10 +37,15 @@ pub struct Global {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Write a commented starter opship.yaml.
-    #[command(after_help = "Example:\n  opship init --package memcached-operator")]
+    #[command(
+        after_help = "Examples:\n  opship init --package memcached-operator\n  opship init --path deploy/opship.yaml --force"
+    )]
     Init(InitArgs),
     /// Generate release artefacts.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  opship -c bundle/opship.yaml generate bundle --version 0.3.0\n  opship -c bundle/opship.yaml generate bundle --all --check"
+    )]
     Generate(GenerateCommand),
     /// Validate bundles; list and explain the rules.
     #[command(
@@ -66,26 +71,41 @@ opship push dist/oci quay.io/example --all-tags --jobs 8"
     Push(PushArgs),
     /// Pull an image from a registry into an OCI layout (every digest verified).
     #[command(
-        after_help = "Example:\n  opship pull quay.io/example/bundle:v0.3.0 dist/pulled:0.3.0"
+        after_help = "Examples:\n  opship pull quay.io/example/bundle:v0.3.0 dist/pulled:0.3.0\n  opship pull 127.0.0.1:5000/memcached-operator-bundle@sha256:<hex> dist/pulled"
     )]
     Pull(PullArgs),
     /// Show a remote image's digest, media type and labels.
+    #[command(
+        after_help = "Examples:\n  opship inspect quay.io/example/memcached-operator-bundle:v0.3.0\n  opship inspect 127.0.0.1:5000/memcached-operator-bundle:v0.3.0 -o json | jq -r .digest"
+    )]
     Inspect(InspectArgs),
     /// List the tags of a repository.
+    #[command(
+        after_help = "Examples:\n  opship tags quay.io/example/memcached-operator-bundle\n  opship tags 127.0.0.1:5000/memcached-operator-bundle -o json"
+    )]
     Tags(TagsArgs),
     /// Check credentials against a registry and store them in the Docker config.
     #[command(
-        after_help = "Example:\n  printf '%s' \"$TOKEN\" | opship login quay.io -u robot --password-stdin"
+        after_help = "Examples:\n  printf '%s' \"$TOKEN\" | opship login quay.io -u robot --password-stdin\n  echo \"$REGISTRY_PASSWORD\" | opship login registry.example.com:5000 -u ci --password-stdin"
     )]
     Login(LoginArgs),
     /// Helm charts from bundles: render, package, index, push.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  opship -c bundle/opship.yaml chart render --all --output dist/charts\n  opship chart package dist/charts/0.3.0/memcached-operator --destination dist/packages\n  opship chart push dist/packages/memcached-operator-0.3.0.tgz oci://quay.io/example/charts"
+    )]
     Chart(ChartCommand),
     /// File-based catalogs: render, validate, add releases, deprecate, graph, templates, image.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  opship catalog add --bundle bundle/0.3.0 --image quay.io/example/op-bundle:v0.3.0 --channel stable\n  opship catalog validate index\n  opship catalog build index --layout dist/catalog-oci --tag v4.17"
+    )]
     Catalog(CatalogCommand),
     /// Manage cosign key pairs.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  COSIGN_PASSWORD=… opship key generate\n  opship key generate --output-key-prefix release --password-file key-password.txt"
+    )]
     Key(KeyCommand),
     /// Sign an image by digest with a cosign key (cosign's `.sig` format, no Fulcio/Rekor).
     #[command(
@@ -493,18 +513,18 @@ Examples:
     Render(ChartRenderArgs),
     /// Package chart directories into reproducible <name>-<version>.tgz archives.
     #[command(
-        after_help = "Entry mtimes are SOURCE_DATE_EPOCH (or 0): the same files give the same bytes.\n\nExample:\n  opship chart package dist/charts/memcached-operator --destination dist/packages"
+        after_help = "Entry mtimes are SOURCE_DATE_EPOCH (or 0): the same files give the same bytes.\n\nExamples:\n  opship chart package dist/charts/memcached-operator --destination dist/packages\n  SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) opship chart package dist/charts/*/memcached-operator -d dist/packages"
     )]
     Package(ChartPackageArgs),
     /// Write index.yaml for the chart archives in a directory.
     #[command(
-        after_help = "`created` of new entries and `generated` are SOURCE_DATE_EPOCH (else now).\n\nExample:\n  opship chart index dist/packages --url https://example.github.io/charts"
+        after_help = "`created` of new entries and `generated` are SOURCE_DATE_EPOCH (else now).\n\nExamples:\n  opship chart index dist/packages --url https://example.github.io/charts\n  opship chart index dist/packages --merge gh-pages/index.yaml"
     )]
     Index(ChartIndexArgs),
     /// Push a chart archive to an OCI registry with Helm's media types.
     #[command(
         after_help = "The chart goes to REPO/<name>:<version> (`+` in the version becomes `_`), as \
-`helm push` puts it; `helm pull oci://REGISTRY/REPO/<name> --version <version>` gets it back.\n\nExample:\n  opship chart push dist/packages/memcached-operator-0.3.0.tgz oci://127.0.0.1:5000/charts"
+`helm push` puts it; `helm pull oci://REGISTRY/REPO/<name> --version <version>` gets it back.\n\nExamples:\n  opship chart push dist/packages/memcached-operator-0.3.0.tgz oci://127.0.0.1:5000/charts\n  opship chart push dist/packages/memcached-operator-0.3.0.tgz oci://quay.io/example/charts --force"
     )]
     Push(ChartPushArgs),
 }
@@ -576,8 +596,9 @@ pub enum KeyCommand {
     #[command(
         after_help = "The private key is PEM `ENCRYPTED SIGSTORE PRIVATE KEY` (scrypt \
 N=32768 r=8 p=1, nacl/secretbox), readable by cosign and skopeo. Password: --password-file, \
-COSIGN_PASSWORD (may be empty), or a prompt (twice) on a terminal.\n\nExample:\n  \
-COSIGN_PASSWORD=… opship key generate --output-key-prefix release"
+COSIGN_PASSWORD (may be empty), or a prompt (twice) on a terminal.\n\nExamples:\n  \
+COSIGN_PASSWORD=… opship key generate --output-key-prefix release\n  \
+opship key generate --password-file key-password.txt --force"
     )]
     Generate(KeyGenerateArgs),
 }
@@ -647,10 +668,44 @@ pub struct VerifyArgs {
 
 #[cfg(test)]
 mod tests {
+    use clap::CommandFactory;
+
     #[test]
     fn cli_definition_is_consistent() {
-        use clap::CommandFactory;
         super::Cli::command().debug_assert();
+    }
+
+    /// Every command, group or leaf, shows realistic examples under `--help`: a new command
+    /// without them fails here.
+    #[test]
+    fn every_command_has_examples() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>, seen: &mut usize) {
+            for sub in cmd.get_subcommands() {
+                if sub.get_name() == "help" {
+                    continue;
+                }
+                let name = format!("{path} {}", sub.get_name());
+                *seen += 1;
+                let help = sub
+                    .get_after_help()
+                    .map(|h| h.to_string())
+                    .unwrap_or_default();
+                let examples = help.split_once("Examples:").map(|(_, e)| e);
+                if !examples.is_some_and(|e| e.contains("opship ")) {
+                    missing.push(name.clone());
+                }
+                walk(sub, &name, missing, seen);
+            }
+        }
+        let mut cmd = super::Cli::command();
+        cmd.build();
+        let (mut missing, mut seen) = (Vec::new(), 0);
+        walk(&cmd, "opship", &mut missing, &mut seen);
+        assert!(seen >= 30, "only {seen} commands walked");
+        assert!(
+            missing.is_empty(),
+            "no `Examples:` with an opship command line in the after_help of: {missing:?}"
+        );
     }
 }
 
@@ -665,18 +720,23 @@ pub enum CatalogCommand {
     Render(CatalogRenderArgs),
     /// Check a catalog directory with opm's rules (and lints opm lacks).
     #[command(
-        after_help = "Exit 0 when opm would accept the catalog, 1 when not.\n\nExample:\n  opship catalog validate index"
+        after_help = "Exit 0 when opm would accept the catalog, 1 when not.\n\nExamples:\n  opship catalog validate index\n  opship catalog validate index -o json"
     )]
     Validate(CatalogValidateArgs),
     /// Add a bundle as the new head of channels of its package in a catalog directory.
     #[command(
-        after_help = "Example:\n  opship catalog add --bundle bundle/0.3.0 --image quay.io/example/op-bundle:v0.3.0 --channel stable,fast --skip-range minor"
+        after_help = "Examples:\n  opship catalog add --bundle bundle/0.3.0 --image quay.io/example/op-bundle:v0.3.0 --channel stable,fast --skip-range minor\n  opship -c bundle/opship.yaml catalog add --bundle quay.io/example/op-bundle:v0.3.0 --target v4.17 --pin-digest"
     )]
     Add(CatalogAddArgs),
     /// Deprecate a package, channel or bundle (writes `olm.deprecations`).
+    #[command(
+        after_help = "Examples:\n  opship catalog deprecate --package memcached-operator --bundle memcached-operator.v0.1.0 -m \"0.1.0 leaks connections; use 0.2.0\"\n  opship catalog deprecate --package memcached-operator --channel alpha -m \"use stable\"\n  opship catalog deprecate --package memcached-operator --whole-package -m \"replaced by memcached-operator-v2\""
+    )]
     Deprecate(CatalogDeprecateArgs),
     /// Draw the upgrade graph of each package and channel.
-    #[command(after_help = "Example:\n  opship catalog graph index --format mermaid > graph.mmd")]
+    #[command(
+        after_help = "Examples:\n  opship catalog graph index --format mermaid > graph.mmd\n  opship catalog graph index -p memcached-operator --format dot | dot -Tsvg > graph.svg"
+    )]
     Graph(CatalogGraphArgs),
     /// Render a catalog template (opm's `basic` or `semver`).
     #[command(
@@ -685,10 +745,13 @@ pub enum CatalogCommand {
     Template(CatalogTemplateArgs),
     /// Build the catalog image (FROM scratch, /configs, configs label) into an OCI layout.
     #[command(
-        after_help = "Prints `TAG DIGEST`.\n\nExample:\n  opship catalog build index --layout dist/catalog-oci --tag v4.17\n  opship push dist/catalog-oci:v4.17 quay.io/example/catalog:v4.17"
+        after_help = "Prints `TAG DIGEST`.\n\nExamples:\n  opship catalog build index --layout dist/catalog-oci --tag v4.17\n  opship push dist/catalog-oci:v4.17 quay.io/example/catalog:v4.17"
     )]
     Build(CatalogBuildArgs),
     /// Write `<dir>.Dockerfile` next to a catalog directory, as `opm generate dockerfile`.
+    #[command(
+        after_help = "Examples:\n  opship catalog dockerfile index\n  opship catalog dockerfile index -i scratch -l com.example.team=storage"
+    )]
     Dockerfile(CatalogDockerfileArgs),
 }
 
