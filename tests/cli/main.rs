@@ -16,6 +16,7 @@ mod sign;
 mod support_registry;
 mod token_auth;
 mod validate;
+mod workflows;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
