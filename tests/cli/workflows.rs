@@ -163,9 +163,7 @@ fn has(found: &[Vec<String>], path: &[&str]) -> bool {
 fn ci_workflow_runs_the_checks_and_its_drift_checks_pass() {
     let doc = load(".github/workflows/ci.yml");
     let jobs = doc["jobs"].as_object().expect("ci.yml: jobs");
-    for j in ["lint", "test", "drift"] {
-        assert!(jobs.contains_key(j), "ci.yml: no job {j}");
-    }
+    assert!(jobs.contains_key("test"), "ci.yml: no job test");
     let all = scripts(&doc).join("\n");
     for want in [
         "cargo fmt --all -- --check",
@@ -188,13 +186,14 @@ fn ci_workflow_runs_the_checks_and_its_drift_checks_pass() {
         bin_dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let drift = jobs["drift"]["steps"].as_array().unwrap();
+    let drift = jobs["test"]["steps"].as_array().unwrap();
     let mut ran = 0;
     for step in drift {
         let Some(run) = step["run"].as_str() else {
             continue;
         };
-        if !run.trim_start().starts_with("opship ") {
+        // Checks only: a step that writes a file (`> opship.sarif`) is not run here.
+        if !run.trim_start().starts_with("opship ") || run.contains('>') {
             continue;
         }
         let out = std::process::Command::new("bash")
@@ -208,13 +207,13 @@ fn ci_workflow_runs_the_checks_and_its_drift_checks_pass() {
             .unwrap();
         assert!(
             out.status.success(),
-            "ci.yml drift step `{run}` fails here:\n{}{}",
+            "ci.yml step `{run}` fails here:\n{}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
         ran += 1;
     }
-    assert!(ran >= 2, "only {ran} drift steps ran");
+    assert!(ran >= 3, "only {ran} check steps ran");
 }
 
 #[test]
