@@ -39,6 +39,7 @@ pub fn run(args: &BuildArgs) -> Result<ExitStatus, CmdError> {
     let layout = Layout::new(&args.layout);
     layout.init()?;
 
+    let progress = super::progress::Progress::new("built", args.dirs.len());
     let built = parallel(&args.dirs, |dir| -> Result<(String, Image), CmdError> {
         let image = build::build_bundle(dir, &opts)?;
         let tag = match &args.tag {
@@ -48,8 +49,10 @@ pub fn run(args: &BuildArgs) -> Result<ExitStatus, CmdError> {
         opship_core::image::layout::check_tag(&tag)
             .map_err(|e| format!("{}: {e}", dir.display()))?;
         layout.write_blobs(&image)?;
+        progress.item_done(&dir.display().to_string());
         Ok((tag, image))
     });
+    drop(progress);
     let mut images: Vec<(PathBuf, String, Image)> = Vec::with_capacity(built.len());
     for (dir, r) in args.dirs.iter().zip(built) {
         let (tag, image) =

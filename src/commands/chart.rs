@@ -73,6 +73,7 @@ fn render(args: &ChartRenderArgs, project: Option<&Project>) -> Result<ExitStatu
     // Render every chart (and overlay) before writing any, so a bad bundle leaves no partial
     // output.
     let mut charts = Vec::new();
+    let progress = super::progress::Progress::new("rendered", bundles.len());
     for b in &bundles {
         let chart = opship_chart::render_bundle(b, &opts, &templates, &environments)?;
         let overlay = if args.overlays {
@@ -93,8 +94,10 @@ fn render(args: &ChartRenderArgs, project: Option<&Project>) -> Result<ExitStatu
         } else {
             None
         };
+        progress.item_done(&format!("{} {}", chart.name, chart.version));
         charts.push((chart, overlay));
     }
+    drop(progress);
     let versioned = charts.len() > 1;
     let mut seen = BTreeMap::new();
     let mut dirs = Vec::new();

@@ -7,6 +7,7 @@ mod digests;
 mod docs;
 mod generate;
 mod init;
+mod progress;
 mod registry;
 mod sign;
 mod validate;
@@ -45,6 +46,7 @@ impl From<ExitStatus> for ExitCode {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<ExitStatus, CmdError> {
+    progress::set_quiet(cli.global.quiet);
     match cli.command {
         Command::Init(args) => init::run(&args),
         Command::Generate(GenerateCommand::Bundle(args)) => {

@@ -195,6 +195,7 @@ fn push_all(args: &PushArgs) -> Result<ExitStatus, CmdError> {
     let (mut uploaded, mut present, mut blobs) = (0u64, 0usize, 0usize);
     let mut out = std::io::stdout().lock();
     let mut write_error = None;
+    let progress = super::progress::Progress::new("pushed", plan.len());
     runtime()?.block_on(
         client.push_all(
             &dir,
@@ -213,6 +214,7 @@ fn push_all(args: &PushArgs) -> Result<ExitStatus, CmdError> {
                         return ControlFlow::Break(());
                     }
                     pushed.push(pushed_json(&p.tag, &p.destination, &report));
+                    progress.item_done(&p.destination);
                     ControlFlow::Continue(())
                 }
                 Err(e) => {
@@ -222,6 +224,7 @@ fn push_all(args: &PushArgs) -> Result<ExitStatus, CmdError> {
             },
         ),
     );
+    drop(progress);
     if let Some(e) = write_error {
         return Err(e.into());
     }

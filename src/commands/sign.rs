@@ -216,6 +216,11 @@ pub fn sign(args: &SignArgs) -> Result<ExitStatus, CmdError> {
             jobs.push((job, reference, digest));
         }
     }
+    let layouts = targets
+        .iter()
+        .filter(|(_, t)| matches!(t, Target::Layout(..)))
+        .count();
+    let progress = super::progress::Progress::new("signed", jobs.len() + layouts);
     let reports = rt.block_on(
         stream::iter(&jobs)
             .map(|(_, reference, digest)| async {
@@ -230,8 +235,9 @@ pub fn sign(args: &SignArgs) -> Result<ExitStatus, CmdError> {
                 if args.bundle_format {
                     let b =
                         opship_oci::cosign::bundle::attach(client, reference, digest, &key).await?;
-                    eprintln!("attached a Sigstore bundle: {b}");
+                    progress.println(&format!("attached a Sigstore bundle: {b}"));
                 }
+                progress.item_done(&reference.whole());
                 Ok::<_, opship_oci::Error>(report)
             })
             .buffered(PARALLEL)
@@ -248,7 +254,9 @@ pub fn sign(args: &SignArgs) -> Result<ExitStatus, CmdError> {
         let report = match (target, digest) {
             (Target::Layout(dir, tag), _) => {
                 let identity = identity.as_deref().unwrap_or_default();
-                signing::sign_layout(dir, tag, &key, identity, &notes)?
+                let report = signing::sign_layout(dir, tag, &key, identity, &notes)?;
+                progress.item_done(text);
+                report
             }
             (Target::Remote(reference), Some(digest)) => done
                 .get(&job_key(reference, digest))
@@ -256,13 +264,13 @@ pub fn sign(args: &SignArgs) -> Result<ExitStatus, CmdError> {
                 .ok_or_else(|| format!("{text}: not signed"))?,
             (Target::Remote(_), None) => return Err(format!("{text}: not resolved").into()),
         };
-        eprintln!(
+        progress.println(&format!(
             "signed {}: {} ({} signature{} there)",
             report.digest,
             report.location,
             report.signatures,
             if report.signatures == 1 { "" } else { "s" }
-        );
+        ));
         writeln!(out, "{}", report.location)?;
     }
     Ok(ExitStatus::Success)
@@ -319,10 +327,11 @@ pub fn verify(args: &VerifyArgs) -> Result<ExitStatus, CmdError> {
         .collect::<Result<Vec<_>, CmdError>>()?;
     let rt = runtime()?;
     let clients = clients_for(&targets, &args.registry)?;
+    let progress = super::progress::Progress::new("verified", targets.len());
     let reports = rt.block_on(
         stream::iter(targets.iter().zip(&policies))
-            .map(|((_, target), policy)| async {
-                match target {
+            .map(|((text, target), policy)| async {
+                let report = match target {
                     Target::Layout(dir, tag) => verification::verify_layout(dir, tag, &key, policy),
                     Target::Remote(reference) => {
                         verification::verify_remote(
@@ -333,11 +342,14 @@ pub fn verify(args: &VerifyArgs) -> Result<ExitStatus, CmdError> {
                         )
                         .await
                     }
-                }
+                };
+                progress.item_done(text);
+                report
             })
             .buffered(PARALLEL)
             .collect::<Vec<_>>(),
     );
+    drop(progress);
     let mut out = std::io::stdout().lock();
     let mut payloads: Vec<serde_json::Value> = Vec::new();
     let mut failed = 0usize;

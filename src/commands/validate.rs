@@ -57,21 +57,27 @@ fn bundle(args: &ValidateBundleArgs) -> Result<ExitStatus, CmdError> {
         .filter(|(_, p)| p.is_none())
         .map(|(p, _)| p.clone())
         .collect();
-    let mut local_results = opship_validate::validate_dirs(&local, &opts).into_iter();
-    let results: Vec<_> =
-        args.paths
-            .iter()
-            .zip(pulled)
-            .map(|(arg, p)| match p {
-                Some((layout, tag)) => opship_validate::load::load_layout_as(&layout, &tag, arg)
-                    .map(|b| opship_validate::BundleReport {
-                        path: arg.clone(),
-                        name: b.name.clone(),
-                        findings: opship_validate::validate(&b, &opts),
-                    }),
-                None => local_results.next().expect("one result per local bundle"),
-            })
-            .collect();
+    let progress = super::progress::Progress::new("validated", args.paths.len());
+    let mut local_results = opship_validate::validate_dirs_with(&local, &opts, &|p| {
+        progress.item_done(&p.display().to_string());
+    })
+    .into_iter();
+    let results: Vec<_> = args
+        .paths
+        .iter()
+        .zip(pulled)
+        .map(|(arg, p)| match p {
+            Some((layout, tag)) => opship_validate::load::load_layout_as(&layout, &tag, arg)
+                .map(|b| opship_validate::BundleReport {
+                    path: arg.clone(),
+                    name: b.name.clone(),
+                    findings: opship_validate::validate(&b, &opts),
+                })
+                .inspect(|_| progress.item_done(&arg.display().to_string())),
+            None => local_results.next().expect("one result per local bundle"),
+        })
+        .collect();
+    drop(progress);
     let format = match args.output {
         OutputFormat::Human => Format::Human,
         OutputFormat::Json => Format::Json,

@@ -185,5 +185,22 @@ pub fn validate_source(arg: &Path, opts: &Options) -> Result<BundleReport> {
 /// Validates many bundles (directories or layout images, see [`Source::parse`]) in parallel;
 /// results keep the order of `paths`.
 pub fn validate_dirs(paths: &[PathBuf], opts: &Options) -> Vec<Result<BundleReport>> {
-    paths.par_iter().map(|d| validate_source(d, opts)).collect()
+    validate_dirs_with(paths, opts, &|_| {})
+}
+
+/// [`validate_dirs`], calling `done` with each path as soon as its bundle is validated (in
+/// completion order, from the worker threads): how a front end shows progress.
+pub fn validate_dirs_with(
+    paths: &[PathBuf],
+    opts: &Options,
+    done: &(dyn Fn(&Path) + Sync),
+) -> Vec<Result<BundleReport>> {
+    paths
+        .par_iter()
+        .map(|d| {
+            let r = validate_source(d, opts);
+            done(d);
+            r
+        })
+        .collect()
 }
