@@ -188,7 +188,7 @@ fn validate(args: &CatalogValidateArgs) -> Result<ExitStatus, CmdError> {
                 eprint!("{warnings}");
             }
             if report.passed() {
-                eprintln!("{}: valid", args.dir.display());
+                super::progress::note(&format!("{}: valid", args.dir.display()));
             } else {
                 write_stdout(&format!("{}\n", report.error_tree()))?;
             }

@@ -115,11 +115,11 @@ fn resolve(
     for (key, (_, images)) in &groups {
         match answers.get(key) {
             Some(Ok((digest, media_type))) => {
-                eprintln!(
+                super::progress::note(&format!(
                     "resolved {} to {digest} ({})",
                     images.join(", "),
                     kind(media_type)
-                );
+                ));
                 for image in images {
                     digests.insert((*image).to_owned(), digest.clone());
                 }

@@ -44,7 +44,11 @@ pub fn man(args: &ManArgs) -> Result<ExitStatus, CmdError> {
             for (name, page) in &pages {
                 write_page(dir, name, page)?;
             }
-            eprintln!("wrote {} man pages to {}", pages.len(), dir.display());
+            super::progress::note(&format!(
+                "wrote {} man pages to {}",
+                pages.len(),
+                dir.display()
+            ));
         }
     }
     Ok(ExitStatus::Success)

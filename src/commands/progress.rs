@@ -1,4 +1,4 @@
-//! Progress of commands that work through many items (images pushed, signed or verified,
+//! Status notes (silenced by `-q`) and progress of commands that work through many items (images pushed, signed or verified,
 //! bundles validated, built or rendered): a bar on standard error when it is a terminal, plain
 //! `[i/n]` log lines otherwise (CI logs; shown with `-v`). Libraries know nothing of this: they
 //! report each finished item through a callback and the bar lives here.
@@ -66,11 +66,11 @@ impl Progress {
         }
     }
 
-    /// Prints a line above the bar (or just to stderr without one), so it is not overdrawn.
+    /// A status note printed above the bar (so it is not overdrawn), or as [`note`] without one.
     pub fn println(&self, line: &str) {
         match &self.bar {
             Some(bar) => bar.println(line),
-            None => eprintln!("{line}"),
+            None => note(line),
         }
     }
 }
@@ -80,5 +80,13 @@ impl Drop for Progress {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+    }
+}
+
+/// A status line for people (`pushed …`, `Login Succeeded …`) on stderr; `-q` silences it.
+/// Errors and verification failures are not notes: they print even with `-q`.
+pub fn note(line: &str) {
+    if !QUIET.load(Ordering::Relaxed) {
+        eprintln!("{line}");
     }
 }

@@ -112,7 +112,7 @@ pub fn push(args: &PushArgs) -> Result<ExitStatus, CmdError> {
         report.skipped,
         report.mounted
     );
-    eprintln!(
+    super::progress::note(&format!(
         "pushed {}: {} of {} blobs already present{}",
         args.target,
         report.skipped,
@@ -122,7 +122,7 @@ pub fn push(args: &PushArgs) -> Result<ExitStatus, CmdError> {
         } else {
             String::new()
         }
-    );
+    ));
     // Signatures `opship sign` stored in the layout for this image travel with it.
     if let Some(s) = runtime()?.block_on(opship_oci::cosign::signing::push_layout_signatures(
         &client,
@@ -130,10 +130,10 @@ pub fn push(args: &PushArgs) -> Result<ExitStatus, CmdError> {
         &report.digest,
         &target,
     ))? {
-        eprintln!(
+        super::progress::note(&format!(
             "pushed its signatures: {} ({} in all)",
             s.location, s.signatures
-        );
+        ));
     }
     let mut out = std::io::stdout().lock();
     match args.output {
@@ -232,13 +232,13 @@ fn push_all(args: &PushArgs) -> Result<ExitStatus, CmdError> {
         serde_json::to_writer(&mut out, &pushed)?;
         writeln!(out)?;
     }
-    eprintln!(
+    super::progress::note(&format!(
         "pushed {} of {} images to {}: {} of {blobs} blobs already present, {uploaded} bytes uploaded",
         pushed.len(),
         plan.len(),
         args.target,
         present
-    );
+    ));
     match failed {
         Some(message) => Err(message.into()),
         None => Ok(ExitStatus::Success),
@@ -254,13 +254,13 @@ pub fn pull(args: &PullArgs) -> Result<ExitStatus, CmdError> {
         .unwrap_or_else(|| "latest".to_owned());
     let client = client(&source, &args.registry, false)?;
     let report = runtime()?.block_on(client.pull_to_layout(&source, &dir, &tag))?;
-    eprintln!(
+    super::progress::note(&format!(
         "pulled {} into {}:{tag} ({} blobs, {} bytes)",
         args.source,
         dir.display(),
         report.blobs,
         report.bytes
-    );
+    ));
     writeln!(std::io::stdout(), "{}", report.digest)?;
     Ok(ExitStatus::Success)
 }
@@ -343,6 +343,9 @@ pub fn login(args: &LoginArgs) -> Result<ExitStatus, CmdError> {
     let client = Registry::new(&probe, auth, options);
     runtime()?.block_on(client.check_login())?;
     let file = auth::store(server, &args.username, &password, &Env::from_process())?;
-    eprintln!("Login Succeeded (credentials stored in {})", file.display());
+    super::progress::note(&format!(
+        "Login Succeeded (credentials stored in {})",
+        file.display()
+    ));
     Ok(ExitStatus::Success)
 }

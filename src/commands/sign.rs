@@ -140,11 +140,11 @@ pub fn generate(args: &KeyGenerateArgs) -> Result<ExitStatus, CmdError> {
     let files = key.to_files(pw.as_bytes())?;
     opship_core::fsutil::write_atomic_with_mode(&private, files.private_pem.as_bytes(), 0o600)?;
     opship_core::fsutil::write_atomic_with_mode(&public, files.public_pem.as_bytes(), 0o644)?;
-    eprintln!(
+    super::progress::note(&format!(
         "Private key written to {} (mode 0600)\nPublic key written to {}",
         private.display(),
         public.display()
-    );
+    ));
     Ok(ExitStatus::Success)
 }
 
@@ -209,7 +209,9 @@ pub fn sign(args: &SignArgs) -> Result<ExitStatus, CmdError> {
                 );
             }
             Some(_) => {}
-            None => eprintln!("{text} resolved to {digest}; signing the digest"),
+            None => {
+                super::progress::note(&format!("{text} resolved to {digest}; signing the digest"))
+            }
         }
         let job = job_key(reference, &digest);
         if !jobs.iter().any(|(k, ..)| *k == job) {

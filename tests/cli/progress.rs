@@ -123,6 +123,40 @@ fn push_all_tags_reports_each_image() {
             "no progress for {dest}: {lines:?}"
         );
     }
+    assert!(err.contains("pushed 3 of 3 images"), "{err}");
+    // -q: the same result on stdout, not a word on stderr (no progress, no summary).
+    let quiet = isolated(&tmp.path().join("home"))
+        .args(["-q", "push", "--all-tags"])
+        .arg(&layout)
+        .arg(format!("{}/ops", reg.addr))
+        .output()
+        .unwrap();
+    assert!(quiet.status.success());
+    assert_eq!(quiet.stdout, out.stdout);
+    assert!(
+        quiet.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&quiet.stderr)
+    );
+}
+
+#[test]
+fn quiet_silences_status_notes_but_not_errors() {
+    let (_, err) = run(&[], &["catalog", "validate", "index"]);
+    assert!(err.contains("index: valid"), "{err}");
+    let (_, err) = run(&["-q"], &["catalog", "validate", "index"]);
+    assert!(err.is_empty(), "{err}");
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, err) = run(&["-q"], &["man", "--output", tmp.path().to_str().unwrap()]);
+    assert!(err.is_empty(), "{err}");
+    // An error still shows.
+    let out = opship()
+        .args(["-q", "catalog", "validate"])
+        .arg(tmp.path().join("missing"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("error:"));
 }
 
 /// Runs a command line under a pseudo-terminal (`script`), returning everything it wrote.
