@@ -218,3 +218,55 @@ fn has_sgr(text: &str) -> bool {
             == Some('m')
     })
 }
+
+#[test]
+fn sign_and_verify_report_each_image() {
+    let reg = TestRegistry::start(None);
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let layout = tmp.path().join("oci");
+    let mut args = vec!["build", "--layout", layout.to_str().unwrap()];
+    args.extend(BUNDLES);
+    run(&[], &args);
+    let pushed = isolated(&home)
+        .args(["-q", "push", "--all-tags"])
+        .arg(&layout)
+        .arg(format!("{}/ops", reg.addr))
+        .output()
+        .unwrap();
+    assert!(pushed.status.success());
+    let refs: Vec<String> = String::from_utf8(pushed.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().to_owned())
+        .collect();
+    assert_eq!(refs.len(), 3);
+    let prefix = tmp.path().join("k");
+    let keygen = isolated(&home)
+        .env("COSIGN_PASSWORD", "")
+        .args(["key", "generate", "--output-key-prefix"])
+        .arg(&prefix)
+        .output()
+        .unwrap();
+    assert!(keygen.status.success());
+    for (verb, key) in [("sign", "k.key"), ("verify", "k.pub")] {
+        let out = isolated(&home)
+            .env("COSIGN_PASSWORD", "")
+            .args(["-v", verb, "--key"])
+            .arg(tmp.path().join(key))
+            .args(&refs)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{verb}: {err}");
+        let word = if verb == "sign" { "signed" } else { "verified" };
+        let lines = progress_lines(&err, word);
+        assert_eq!(lines.len(), 3, "{verb}: {err}");
+        for r in &refs {
+            assert!(
+                lines.iter().any(|l| l.ends_with(r.as_str())),
+                "{verb}: no line for {r}: {lines:?}"
+            );
+        }
+    }
+}
