@@ -6,7 +6,13 @@ use clap::{Args, Parser, Subcommand};
 
 /// Release a Kubernetes operator: OLM bundle, validation, image, signature, catalog, Helm chart.
 #[derive(Debug, Parser)]
-#[command(name = "opship", version, about, long_about = None)]
+#[command(
+    name = "opship",
+    version,
+    about,
+    long_about = None,
+    after_help = "Examples:\n  opship init --package memcached-operator\n  opship -c bundle/opship.yaml generate bundle --all --check\n  opship validate bundle bundle/0.3.0\n  opship build bundle/0.3.0\n  opship push dist/oci:0.3.0 quay.io/example/op-bundle:v0.3.0\n  opship help push\n\nShell completions: `opship completions bash`; man pages: `opship man --output DIR`."
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,
@@ -699,6 +705,11 @@ mod tests {
         }
         let mut cmd = super::Cli::command();
         cmd.build();
+        let root = cmd
+            .get_after_help()
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        assert!(root.contains("Examples:"), "opship --help has no examples");
         let (mut missing, mut seen) = (Vec::new(), 0);
         walk(&cmd, "opship", &mut missing, &mut seen);
         assert!(seen >= 30, "only {seen} commands walked");
