@@ -109,6 +109,42 @@ did (the reason for each is printed), 2 usage or runtime error.\n\nExamples:\n  
 --identity quay.io/example/bundle mirror.example.com/bundle:v0.3.0"
     )]
     Verify(VerifyArgs),
+    /// Release one version: generate, validate, build, push, sign, catalog, chart; resumable.
+    #[command(
+        after_help = "Steps already done (same digest in the layout or registry, signature \
+present, catalog entry with the same image, same chart) are skipped, so a failed release is \
+finished by running the same command again. Without a registry (--registry, OPSHIP_REGISTRY \
+or `registry:` in opship.yaml) images stay in the OCI layout dist/oci. Without a key \
+(--key, OPSHIP_SIGNING_KEY or `signing:`) one is generated once under .opship/ next to the \
+config. Details: docs/release.md.\n\nExamples:\n  opship -c bundle/opship.yaml release \
+--version 0.3.0\n  opship -c bundle/opship.yaml release --version 0.3.0 --dry-run\n  \
+COSIGN_PASSWORD=… opship release --version 1.2.0 --registry quay.io/example --key cosign.key \
+-o json"
+    )]
+    Release(ReleaseArgs),
+}
+
+/// `opship release`.
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    /// The version to release (strict semver, no leading `v`).
+    #[arg(long, short = 'V')]
+    pub version: String,
+    /// Print the plan (every step, artefact, reference and file) and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Summary format.
+    #[arg(long, short, value_enum, default_value_t = RegistryOutput::Text)]
+    pub output: RegistryOutput,
+    /// Push to `REGISTRY[/NAMESPACE]` (default: `registry` of the config; none: OCI layout only).
+    #[arg(long, env = "OPSHIP_REGISTRY", value_name = "REGISTRY/NAMESPACE")]
+    pub registry: Option<String>,
+    /// Cosign private key (default: `signing.key` of the config, else .opship/cosign.key).
+    #[arg(long, env = "OPSHIP_SIGNING_KEY", value_name = "KEY")]
+    pub key: Option<PathBuf>,
+    /// Allow plain HTTP to a non-loopback registry.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// Options of every registry command.

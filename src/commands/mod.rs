@@ -7,6 +7,7 @@ mod digests;
 mod generate;
 mod init;
 mod registry;
+mod release;
 mod sign;
 mod validate;
 
@@ -62,6 +63,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CmdError> {
         Command::Key(KeyCommand::Generate(args)) => sign::generate(&args),
         Command::Sign(args) => sign::sign(&args),
         Command::Verify(args) => sign::verify(&args),
+        Command::Release(args) => release::run(&args, cli.global.config.as_deref()),
     }
 }
 

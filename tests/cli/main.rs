@@ -11,6 +11,7 @@ mod generate;
 mod layout_lock;
 mod push_all;
 mod registry;
+mod release;
 mod sign;
 mod support_registry;
 mod token_auth;
