@@ -63,7 +63,9 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CmdError> {
         Command::Key(KeyCommand::Generate(args)) => sign::generate(&args),
         Command::Sign(args) => sign::sign(&args),
         Command::Verify(args) => sign::verify(&args),
-        Command::Release(args) => release::run(&args, cli.global.config.as_deref()),
+        Command::Release(args) => {
+            release::run(&args, cli.global.config.as_deref(), cli.global.quiet)
+        }
     }
 }
 

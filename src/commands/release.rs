@@ -64,6 +64,8 @@ struct Context {
     project: Project,
     version: String,
     dry_run: bool,
+    /// `-q`: no progress lines.
+    quiet: bool,
     insecure: bool,
     /// `REGISTRY[/NAMESPACE]`, when images are pushed.
     registry: Option<String>,
@@ -98,13 +100,13 @@ struct KeyPlan {
 }
 
 /// Runs `opship release`.
-pub fn run(args: &ReleaseArgs, config: Option<&Path>) -> Result<ExitStatus, CmdError> {
+pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<ExitStatus, CmdError> {
     let project = super::load_project(config)?.ok_or(
         "opship release needs the project config: ./opship.yaml or --config FILE (opship init \
          writes one)",
     )?;
     opship_core::bundle::parse_version(&args.version)?;
-    let cx = Context::new(project, args)?;
+    let cx = Context::new(project, args, quiet)?;
     let stage = tempfile::tempdir()?;
     let mut steps: Vec<Step> = Vec::new();
     let before = snapshot(&cx.written_roots());
@@ -113,17 +115,14 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>) -> Result<ExitStatus, CmdE
     let staged_bundle = stage.path().join("bundle");
     let staged_layout = stage.path().join("oci");
     let staged_charts = stage.path().join("charts");
-    cx.opship(
-        &[
-            "generate",
-            "bundle",
-            "--version",
-            &cx.version,
-            "--output-dir",
-            &s(&staged_bundle),
-        ],
-        true,
-    )
+    cx.opship(&[
+        "generate",
+        "bundle",
+        "--version",
+        &cx.version,
+        "--output-dir",
+        &s(&staged_bundle),
+    ])
     .map_err(|e| e.into_error("generate"))?;
     let validation = cx.opship_status(&["validate", "bundle", &s(&staged_bundle)])?;
     if validation.code == 1 {
@@ -143,31 +142,25 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>) -> Result<ExitStatus, CmdE
         .into());
     }
     let built = cx
-        .opship(
-            &[
-                "build",
-                "--layout",
-                &s(&staged_layout),
-                "--tag",
-                &cx.bundle_tag,
-                &s(&staged_bundle),
-            ],
-            true,
-        )
+        .opship(&[
+            "build",
+            "--layout",
+            &s(&staged_layout),
+            "--tag",
+            &cx.bundle_tag,
+            &s(&staged_bundle),
+        ])
         .map_err(|e| e.into_error("build"))?;
     let bundle_digest = second_word(&built).ok_or("build printed no digest")?;
     let rendered = cx
-        .opship(
-            &[
-                "chart",
-                "render",
-                "--bundle",
-                &s(&staged_bundle),
-                "--output",
-                &s(&staged_charts),
-            ],
-            true,
-        )
+        .opship(&[
+            "chart",
+            "render",
+            "--bundle",
+            &s(&staged_bundle),
+            "--output",
+            &s(&staged_charts),
+        ])
         .map_err(|e| e.into_error("chart render"))?;
     let staged_chart_dir = PathBuf::from(rendered.lines().next().unwrap_or_default().trim());
     let chart_name = staged_chart_dir
@@ -176,16 +169,13 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>) -> Result<ExitStatus, CmdE
         .to_string_lossy()
         .into_owned();
     let packaged = cx
-        .opship(
-            &[
-                "chart",
-                "package",
-                &s(&staged_chart_dir),
-                "--destination",
-                &s(&staged_charts),
-            ],
-            true,
-        )
+        .opship(&[
+            "chart",
+            "package",
+            &s(&staged_chart_dir),
+            "--destination",
+            &s(&staged_charts),
+        ])
         .map_err(|e| e.into_error("chart package"))?;
     let chart_digest = second_word(&packaged).ok_or("chart package printed no digest")?;
     let chart_archive_name = PathBuf::from(first_word(&packaged).unwrap_or_default())
@@ -260,11 +250,9 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>) -> Result<ExitStatus, CmdE
         let mut step = Step {
             id: "push-bundle".into(),
             what: format!("push the bundle image to {remote}"),
-            command: cx.command(&[
-                "push",
-                &format!("{}:{}", s(&cx.layout), cx.bundle_tag),
-                remote,
-            ]),
+            command: cx.command_owned(
+                &cx.push_args(&format!("{}:{}", s(&cx.layout), cx.bundle_tag), remote),
+            ),
             writes: vec![remote.clone()],
             digest: Some(bundle_digest.clone()),
             state: State::Planned,
@@ -308,6 +296,7 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>) -> Result<ExitStatus, CmdE
         if !cx.dry_run {
             cx.generate_key()?;
             step.state = State::Ran;
+            // Said even with -q: the user has to know where the key is.
             eprintln!(
                 "generated the signing key {} (password in {}); publish {} for verification \
                  and keep the key: later releases sign with it",
@@ -477,18 +466,15 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>) -> Result<ExitStatus, CmdE
         let mut catalog_digest: Option<String> = None;
         if !(cx.dry_run && add_pending) && target.dir.exists() {
             let out = cx
-                .opship(
-                    &[
-                        "catalog",
-                        "build",
-                        &s(&target.dir),
-                        "--layout",
-                        &s(&staged_layout),
-                        "--tag",
-                        &target.layout_tag,
-                    ],
-                    true,
-                )
+                .opship(&[
+                    "catalog",
+                    "build",
+                    &s(&target.dir),
+                    "--layout",
+                    &s(&staged_layout),
+                    "--tag",
+                    &target.layout_tag,
+                ])
                 .map_err(|e| e.into_error("catalog build"))?;
             catalog_digest = second_word(&out);
         }
@@ -531,11 +517,9 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>) -> Result<ExitStatus, CmdE
             let mut step = Step {
                 id: format!("push-catalog:{label}"),
                 what: format!("push the catalog image to {remote}"),
-                command: cx.command(&[
-                    "push",
-                    &format!("{}:{}", s(&cx.layout), target.layout_tag),
-                    remote,
-                ]),
+                command: cx.command_owned(
+                    &cx.push_args(&format!("{}:{}", s(&cx.layout), target.layout_tag), remote),
+                ),
                 writes: vec![remote.clone()],
                 digest: catalog_digest.clone(),
                 state: if catalog_digest.is_none() {
@@ -625,9 +609,14 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>) -> Result<ExitStatus, CmdE
             digest: None,
             state: State::Planned,
         };
-        if cx.dry_run && rt.block_on(cx.remote_digest(&remote))?.is_some() {
-            // `chart push` compares the content itself and refuses a different chart.
-            step.state = State::AfterEarlier;
+        // The chart manifest's one layer is the archive: same digest, same chart. (A
+        // different chart under the tag is refused by `chart push` itself.)
+        if let Some(m) = rt.block_on(cx.remote_manifest(&remote))?
+            && serde_json::from_slice::<serde_json::Value>(&m.bytes)
+                .is_ok_and(|v| v["layers"][0]["digest"].as_str() == Some(chart_digest.as_str()))
+        {
+            step.state = State::Done("the registry holds this chart archive".into());
+            step.digest = Some(m.digest.as_str().to_owned());
         }
         if let Some(out) = cx.execute(&mut step, &mut steps)? {
             let line = out.lines().next().unwrap_or_default().to_owned();
@@ -757,7 +746,7 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>) -> Result<ExitStatus, CmdE
 }
 
 impl Context {
-    fn new(project: Project, args: &ReleaseArgs) -> Result<Context, CmdError> {
+    fn new(project: Project, args: &ReleaseArgs, quiet: bool) -> Result<Context, CmdError> {
         let c = &project.config;
         let registry = args
             .registry
@@ -875,6 +864,7 @@ impl Context {
             exe: std::env::current_exe()?,
             version: args.version.clone(),
             dry_run: args.dry_run,
+            quiet,
             insecure: args.insecure,
             bundle_dir: project.bundle_dir(&args.version),
             layout: project.resolve(Path::new("dist/oci")),
@@ -902,6 +892,15 @@ impl Context {
         v
     }
 
+    /// `push LAYOUT:TAG REF [--insecure]`.
+    fn push_args(&self, source: &str, target: &str) -> Vec<String> {
+        let mut v = vec!["push".to_owned(), source.to_owned(), target.to_owned()];
+        if self.insecure {
+            v.push("--insecure".to_owned());
+        }
+        v
+    }
+
     /// The command line of an `opship` step, as shown in the plan.
     fn command(&self, args: &[&str]) -> Vec<String> {
         let owned: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
@@ -915,7 +914,7 @@ impl Context {
     }
 
     /// Runs `opship ARGS` (with this project's config); its standard output, or the failure.
-    fn opship(&self, args: &[&str], _quiet: bool) -> Result<String, StepFailure> {
+    fn opship(&self, args: &[&str]) -> Result<String, StepFailure> {
         let r = self
             .opship_status(args)
             .map_err(|e| StepFailure::Spawn(e.to_string()))?;
@@ -951,7 +950,9 @@ impl Context {
         let mut output = None;
         if matches!(step.state, State::Planned | State::AfterEarlier) && !self.dry_run {
             let args: Vec<&str> = step.command[3..].iter().map(String::as_str).collect();
-            eprintln!("release: {}", step.what);
+            if !self.quiet {
+                eprintln!("release: {}", step.what);
+            }
             let r = self.opship_status(&args)?;
             if r.code != 0 {
                 eprint!("{}", r.stderr);
@@ -979,6 +980,17 @@ impl Context {
 
     /// The digest a registry serves for `reference`, `None` when it does not have it.
     async fn remote_digest(&self, reference: &str) -> Result<Option<String>, CmdError> {
+        Ok(self
+            .remote_manifest(reference)
+            .await?
+            .map(|m| m.digest.as_str().to_owned()))
+    }
+
+    /// The manifest a registry serves for `reference`, `None` when it does not have it.
+    async fn remote_manifest(
+        &self,
+        reference: &str,
+    ) -> Result<Option<opship_oci::registry::RawManifest>, CmdError> {
         let r = registry::parse_reference(reference)?;
         let found =
             opship_oci::auth::lookup(r.resolve_registry(), &opship_oci::auth::Env::from_process())?;
@@ -987,10 +999,7 @@ impl Context {
             ..opship_oci::Options::default()
         };
         let client = Registry::new(&r, found.auth, options);
-        Ok(client
-            .manifest_if_any(&r)
-            .await?
-            .map(|m| m.digest.as_str().to_owned()))
+        Ok(client.manifest_if_any(&r).await?)
     }
 
     /// Channels of the release: its own, else the project's, else `stable`.
@@ -1032,17 +1041,14 @@ impl Context {
             )?;
         }
         let prefix = self.key.key.with_extension("");
-        self.opship(
-            &[
-                "key",
-                "generate",
-                "--output-key-prefix",
-                &s(&prefix),
-                "--password-file",
-                &s(pw_file),
-            ],
-            true,
-        )
+        self.opship(&[
+            "key",
+            "generate",
+            "--output-key-prefix",
+            &s(&prefix),
+            "--password-file",
+            &s(pw_file),
+        ])
         .map_err(|e| e.into_error("key generate"))?;
         Ok(())
     }
