@@ -125,8 +125,12 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
     ])
     .map_err(|e| e.into_error("generate"))?;
     let validation = cx.opship_status(&["validate", "bundle", &s(&staged_bundle)])?;
+    // The report names the staged copy; the user knows the files by the bundle directory.
+    let report = validation
+        .stdout
+        .replace(&s(&staged_bundle), &s(&cx.bundle_dir));
     if validation.code == 1 {
-        eprint!("{}", validation.stdout);
+        eprint!("{report}");
         eprintln!(
             "error: the bundle of {} has errors; nothing was released",
             cx.version
@@ -134,7 +138,7 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
         return Ok(ExitStatus::Failure);
     }
     if validation.code != 0 {
-        eprint!("{}", validation.stdout);
+        eprint!("{report}{}", validation.stderr);
         return Err(format!(
             "validating the bundle of {} failed (exit {})",
             cx.version, validation.code

@@ -572,3 +572,61 @@ fn dry_run_changes_no_file_and_nothing_in_the_registry() {
     assert_eq!(read_tree(tmp.path()), files);
     assert_eq!(registry_content(&reg.addr, "sample"), content);
 }
+
+#[test]
+fn a_bundle_with_validation_errors_releases_nothing() {
+    let (tmp, dir) = sample_copy();
+    let home = tempfile::tempdir().unwrap();
+    let base = dir.join("base/memcached-operator.clusterserviceversion.yaml");
+    let text = std::fs::read_to_string(&base).unwrap();
+    assert!(text.contains("minKubeVersion: 1.27.0"));
+    std::fs::write(
+        &base,
+        text.replace("minKubeVersion: 1.27.0", "minKubeVersion: soon"),
+    )
+    .unwrap();
+    let before = read_tree(tmp.path());
+    let r = release(tmp.path(), home.path(), "0.3.0", &[]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("error[CSV009]"), "{}", r.stderr);
+    // Findings name the bundle directory, not the staging copy.
+    assert!(
+        r.stderr
+            .contains("bundle/0.3.0/manifests/memcached-operator.clusterserviceversion.yaml:"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("nothing was released"), "{}", r.stderr);
+    assert_eq!(read_tree(tmp.path()), before);
+}
+
+#[test]
+fn a_misspelt_release_key_is_an_error_with_its_line() {
+    let (tmp, dir) = sample_copy();
+    let home = tempfile::tempdir().unwrap();
+    let config = dir.join("opship.yaml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("signing:\n  key: cosign.key\n  pasword: x\n");
+    std::fs::write(&config, &text).unwrap();
+    let line = text.lines().count();
+    let r = release(tmp.path(), home.path(), "0.3.0", &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!("opship.yaml:{line}:")),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("pasword"), "{}", r.stderr);
+    // A configured key that does not exist is refused before anything is done.
+    text = text.replace("  pasword: x\n", "");
+    std::fs::write(&config, &text).unwrap();
+    let before = read_tree(tmp.path());
+    let r = release(tmp.path(), home.path(), "0.3.0", &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("cosign.key does not exist"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(read_tree(tmp.path()), before);
+}
