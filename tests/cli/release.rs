@@ -234,9 +234,21 @@ fn release_three_versions_to_a_registry_checked_by_other_tools() {
 fn the_embedded_default_needs_no_registry_and_no_key() {
     let (tmp, _) = sample_copy();
     let home = tempfile::tempdir().unwrap();
-    // The README's main-job command, on a project that configures no registry and no key.
+    // The README's main-job command, word for word, on a project that configures no registry
+    // and no key.
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let line = readme
+        .lines()
+        .find_map(|l| l.strip_prefix("cargo run --release -- "))
+        .filter(|l| l.contains(" release "))
+        .expect("README's quickstart runs `opship ... release`");
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        words,
+        ["-c", "bundle/opship.yaml", "release", "--version", "0.3.0"]
+    );
     let r = ok(
-        release(tmp.path(), home.path(), "0.3.0", &[]),
+        run(isolated(home.path()).current_dir(tmp.path()).args(&words)),
         "opship release (embedded default)",
     );
     assert!(
