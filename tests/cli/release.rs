@@ -642,3 +642,65 @@ fn a_misspelt_release_key_is_an_error_with_its_line() {
     );
     assert_eq!(read_tree(tmp.path()), before);
 }
+
+#[test]
+fn a_release_that_fails_after_the_catalog_step_adds_no_second_entry_on_rerun() {
+    let mut reg = TestRegistry::start(None);
+    let (tmp, _) = sample_copy();
+    let home = tempfile::tempdir().unwrap();
+    let proxy = KillingProxy::start(
+        &reg.addr,
+        "PUT /v2/sample/memcached-operator-catalog/manifests/",
+        reg.pid(),
+    );
+    let ns = format!("{}/sample", proxy.addr);
+    let failed = run(isolated(home.path())
+        .current_dir(tmp.path())
+        .env("OPSHIP_REGISTRY_RETRIES", "1")
+        .env("OPSHIP_REGISTRY_TIMEOUT", "5")
+        .args(["-c", "bundle/opship.yaml", "release", "--version", "0.1.0"])
+        .args(["--registry", &ns]));
+    assert_eq!(failed.code, 2, "{}\n{}", failed.stdout, failed.stderr);
+    assert!(
+        failed
+            .stderr
+            .contains("stopped at step `push-catalog:bundle/index`"),
+        "{}",
+        failed.stderr
+    );
+    // The image was pushed and signed, so the catalog was written.
+    let catalog = tmp
+        .path()
+        .join("bundle/index/memcached-operator/catalog.yaml");
+    let written = std::fs::read_to_string(&catalog).unwrap();
+    assert_eq!(written.matches("schema: olm.bundle").count(), 1);
+
+    reg.restart();
+    proxy.disarm();
+    let s = json(
+        &ok(
+            release(
+                tmp.path(),
+                home.path(),
+                "0.1.0",
+                &["--registry", &ns, "-o", "json"],
+            ),
+            "re-run",
+        )
+        .stdout,
+    );
+    for id in ["push-bundle", "sign", "catalog-add:bundle/index"] {
+        assert_eq!(status_of(&s, id), "done", "{id}: {s}");
+    }
+    assert_eq!(status_of(&s, "push-catalog:bundle/index"), "ran", "{s}");
+    assert_eq!(std::fs::read_to_string(&catalog).unwrap(), written);
+    assert_eq!(
+        tags(&reg.addr, "sample/memcached-operator-catalog"),
+        vec!["v0.1.0"]
+    );
+    let c = skopeo_inspect(&format!(
+        "{}/sample/memcached-operator-catalog:v0.1.0",
+        reg.addr
+    ));
+    assert_eq!(c["Digest"], s["catalogs"][0]["image"]["digest"]);
+}
