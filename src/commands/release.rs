@@ -9,54 +9,20 @@
 //! plan. Order matters for failure: the catalog is written only after the bundle image is in
 //! place (pushed) and signed, so a release that fails earlier leaves the catalog untouched.
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use opship_core::config::Project;
-use opship_core::image::{Digest, Layout};
+use opship_core::image::Digest;
 use opship_oci::registry::{self, Registry};
 
 use super::{CmdError, ExitStatus};
 use crate::cli::{RegistryOutput, ReleaseArgs};
+use plan::{State, Step, catalog_has, layout_digest, same_tree, snapshot};
 
-/// How far a step is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum State {
-    /// Already done; why we know.
-    Done(String),
-    /// Run by this release.
-    Ran,
-    /// Would run (dry run).
-    Planned,
-    /// Cannot be checked before an earlier step has run (dry run).
-    AfterEarlier,
-}
-
-impl State {
-    fn word(&self) -> &'static str {
-        match self {
-            State::Done(_) => "done",
-            State::Ran => "ran",
-            State::Planned => "planned",
-            State::AfterEarlier => "planned",
-        }
-    }
-}
-
-/// One step of the plan: the command that does it, what it writes and the digest that
-/// proves it done.
-#[derive(Debug, Clone)]
-struct Step {
-    id: String,
-    what: String,
-    command: Vec<String>,
-    writes: Vec<String>,
-    digest: Option<String>,
-    state: State,
-}
+mod plan;
 
 /// Where the release's artefacts go, from the config and the flags.
 struct Context {
@@ -692,61 +658,94 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
             serde_json::to_writer_pretty(&mut out, &summary)?;
             writeln!(out)?;
         }
-        RegistryOutput::Text => {
-            let verb = if cx.dry_run { "plan for" } else { "released" };
-            writeln!(out, "{verb} {} {}", cx.project.config.package, cx.version)?;
-            for st in &steps {
-                let mark = match &st.state {
-                    State::Done(why) => format!("done ({why})"),
-                    State::Ran => "ran".into(),
-                    State::Planned => "would run".into(),
-                    State::AfterEarlier => "would run (checked after the steps before it)".into(),
-                };
-                writeln!(out, "  {:<28} {mark}", st.id)?;
-                writeln!(out, "      {}", st.what)?;
-                if !st.command.is_empty() {
-                    writeln!(out, "      $ {}", st.command.join(" "))?;
-                }
-                for w in &st.writes {
-                    writeln!(out, "      writes {w}")?;
-                }
-                if let Some(d) = &st.digest {
-                    writeln!(out, "      digest {d}")?;
-                }
-            }
-            writeln!(out, "bundle image  {bundle_digest}")?;
-            if let Some(r) = summary["bundle"]["reference"].as_str() {
-                writeln!(out, "  {r}")?;
-            }
-            writeln!(out, "signature     {signature_ref}")?;
-            writeln!(out, "public key    {}", s(&cx.key.public))?;
-            for c in summary["catalogs"].as_array().into_iter().flatten() {
-                writeln!(
-                    out,
-                    "catalog       {} image {} {}",
-                    c["dir"].as_str().unwrap_or_default(),
-                    c["image"]["reference"]
-                        .as_str()
-                        .or(c["image"]["layout"].as_str())
-                        .unwrap_or_default(),
-                    c["image"]["digest"]
-                        .as_str()
-                        .unwrap_or("(after the catalog add)")
-                )?;
-            }
-            writeln!(out, "chart         {} {chart_digest}", s(&archive))?;
-            if let Some(r) = summary["chart"]["reference"].as_str() {
-                writeln!(out, "  {r}")?;
-            }
-            if !cx.dry_run {
-                writeln!(out, "files changed: {}", changed.len())?;
-                for f in &changed {
-                    writeln!(out, "  {f}")?;
-                }
-            }
-        }
+        RegistryOutput::Text => write_text(&mut out, &summary, &steps)?,
     }
     Ok(ExitStatus::Success)
+}
+
+/// The text summary: every step with its state, command, writes and digest, then the
+/// artefacts.
+fn write_text(
+    out: &mut impl Write,
+    summary: &serde_json::Value,
+    steps: &[Step],
+) -> std::io::Result<()> {
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+    let dry_run = summary["dryRun"] == true;
+    let verb = if dry_run { "plan for" } else { "released" };
+    writeln!(
+        out,
+        "{verb} {} {}",
+        text(&summary["package"]),
+        text(&summary["version"])
+    )?;
+    for st in steps {
+        let mark = match &st.state {
+            State::Done(why) => format!("done ({why})"),
+            State::Ran => "ran".into(),
+            State::Planned => "would run".into(),
+            State::AfterEarlier => "would run (checked after the steps before it)".into(),
+        };
+        writeln!(out, "  {:<28} {mark}", st.id)?;
+        writeln!(out, "      {}", st.what)?;
+        if !st.command.is_empty() {
+            writeln!(out, "      $ {}", st.command.join(" "))?;
+        }
+        for w in &st.writes {
+            writeln!(out, "      writes {w}")?;
+        }
+        if let Some(d) = &st.digest {
+            writeln!(out, "      digest {d}")?;
+        }
+    }
+    writeln!(out, "bundle image  {}", text(&summary["bundle"]["digest"]))?;
+    if let Some(r) = summary["bundle"]["reference"].as_str() {
+        writeln!(out, "  {r}")?;
+    }
+    writeln!(
+        out,
+        "signature     {}",
+        text(&summary["signature"]["reference"])
+    )?;
+    writeln!(
+        out,
+        "public key    {}",
+        text(&summary["signature"]["publicKey"])
+    )?;
+    for c in summary["catalogs"].as_array().into_iter().flatten() {
+        writeln!(
+            out,
+            "catalog       {} image {} {}",
+            text(&c["dir"]),
+            c["image"]["reference"]
+                .as_str()
+                .or(c["image"]["layout"].as_str())
+                .unwrap_or_default(),
+            c["image"]["digest"]
+                .as_str()
+                .unwrap_or("(after the catalog add)")
+        )?;
+    }
+    writeln!(
+        out,
+        "chart         {} {}",
+        text(&summary["chart"]["archive"]),
+        text(&summary["chart"]["digest"])
+    )?;
+    if let Some(r) = summary["chart"]["reference"].as_str() {
+        writeln!(out, "  {r}")?;
+    }
+    if !dry_run {
+        let changed = summary["filesChanged"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        writeln!(out, "files changed: {}", changed.len())?;
+        for f in &changed {
+            writeln!(out, "  {}", text(f))?;
+        }
+    }
+    Ok(())
 }
 
 impl Context {
@@ -1119,93 +1118,4 @@ fn first_word(text: &str) -> Option<String> {
 
 fn second_word(text: &str) -> Option<String> {
     text.split_whitespace().nth(1).map(str::to_owned)
-}
-
-/// The digest of `tag` in the layout `dir`, if it is there.
-fn layout_digest(dir: &Path, tag: &str) -> Option<String> {
-    if !dir.join("oci-layout").is_file() {
-        return None;
-    }
-    Layout::new(dir)
-        .read_image(tag)
-        .ok()
-        .map(|i| i.descriptor.digest.as_str().to_owned())
-}
-
-/// Whether the catalog `dir` has this release: `Some(reason)` when it holds a bundle with
-/// `image`; an error when it holds the version with another image (a released version is
-/// not replaced silently).
-fn catalog_has(
-    dir: &Path,
-    package: &str,
-    version: &str,
-    image: &str,
-) -> Result<Option<String>, CmdError> {
-    if !dir.exists() {
-        return Ok(None);
-    }
-    let catalog = opship_catalog::load::load_dir(dir)?;
-    for b in &catalog.bundles {
-        if b.package != package {
-            continue;
-        }
-        if b.image == image {
-            return Ok(Some(format!(
-                "{} is in the catalog with this image",
-                b.name
-            )));
-        }
-        if b.name.ends_with(&format!(".v{version}")) {
-            return Err(format!(
-                "the catalog {} already has {} with the image {}, not {image}; a released \
-                 version is not replaced (`opship catalog add --replace` does it by hand)",
-                s(dir),
-                b.name,
-                b.image
-            )
-            .into());
-        }
-    }
-    Ok(None)
-}
-
-/// Whether two directories hold the same files with the same bytes.
-fn same_tree(a: &Path, b: &Path) -> bool {
-    b.is_dir() && files_of(a) == files_of(b)
-}
-
-fn files_of(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else if let (Ok(rel), Ok(bytes)) = (p.strip_prefix(root), std::fs::read(&p)) {
-                out.insert(rel.to_path_buf(), bytes);
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
-}
-
-/// sha256 of every file under `roots`, for the files a release changed.
-fn snapshot(roots: &[PathBuf]) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for root in roots {
-        if root.is_file() {
-            if let Ok(b) = std::fs::read(root) {
-                out.insert(s(root), Digest::of(&b).as_str().to_owned());
-            }
-            continue;
-        }
-        for (rel, bytes) in files_of(root) {
-            out.insert(s(&root.join(rel)), Digest::of(&bytes).as_str().to_owned());
-        }
-    }
-    out
 }
