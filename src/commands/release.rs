@@ -974,6 +974,10 @@ impl Context {
                 )
                 .into());
             }
+            // With -v, what each step said (pushed blobs, signature locations, warnings).
+            if tracing::enabled!(tracing::Level::INFO) {
+                eprint!("{}{}", r.stdout, r.stderr);
+            }
             step.state = State::Ran;
             output = Some(r.stdout);
         }
