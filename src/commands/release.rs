@@ -417,16 +417,25 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
         } else {
             let r = cx.opship_status(&["catalog", "validate", &s(&target.dir)])?;
             eprint!("{}", r.stdout);
-            if r.code != 0 {
-                eprint!("{}", r.stderr);
-                return Err(format!(
-                    "the catalog {} does not validate after adding {}: fix it and run the \
-                     release again (the bundle image and its signature are done and will be \
-                     skipped)",
-                    s(&target.dir),
-                    cx.version
-                )
-                .into());
+            let problem = format!(
+                "the catalog {} does not validate after adding {}: fix it and run the \
+                 release again (the bundle image and its signature are done and will be \
+                 skipped)",
+                s(&target.dir),
+                cx.version
+            );
+            match r.code {
+                0 => {}
+                // Findings: exit 1, as `catalog validate` itself.
+                1 => {
+                    eprint!("{}", r.stderr);
+                    eprintln!("error: {problem}");
+                    return Ok(ExitStatus::Failure);
+                }
+                _ => {
+                    eprint!("{}", r.stderr);
+                    return Err(problem.into());
+                }
             }
             step.state = State::Ran;
             steps.push(step);

@@ -704,3 +704,41 @@ fn a_release_that_fails_after_the_catalog_step_adds_no_second_entry_on_rerun() {
     ));
     assert_eq!(c["Digest"], s["catalogs"][0]["image"]["digest"]);
 }
+
+#[test]
+fn a_catalog_that_does_not_validate_stops_the_release_with_exit_1() {
+    let (tmp, dir) = sample_copy();
+    let home = tempfile::tempdir().unwrap();
+    // Another package in the catalog whose channel names a bundle that is not there.
+    let other = dir.join("index/other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(
+        other.join("catalog.yaml"),
+        "---\nschema: olm.package\nname: other\ndefaultChannel: stable\n---\nschema: \
+         olm.channel\npackage: other\nname: stable\nentries:\n  - name: other.v1.0.0\n",
+    )
+    .unwrap();
+    let r = release(tmp.path(), home.path(), "0.1.0", &[]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("other.v1.0.0"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("does not validate after adding 0.1.0"),
+        "{}",
+        r.stderr
+    );
+    // Fixed, the same command finishes: the entry already added is recognised.
+    std::fs::remove_dir_all(&other).unwrap();
+    let s = json(
+        &ok(
+            release(tmp.path(), home.path(), "0.1.0", &["-o", "json"]),
+            "re-run",
+        )
+        .stdout,
+    );
+    for id in ["build", "sign", "catalog-add:bundle/index"] {
+        assert_eq!(status_of(&s, id), "done", "{id}: {s}");
+    }
+    assert_eq!(status_of(&s, "catalog-build:bundle/index"), "ran", "{s}");
+    let text = std::fs::read_to_string(dir.join("index/memcached-operator/catalog.yaml")).unwrap();
+    assert_eq!(text.matches("schema: olm.bundle").count(), 1, "{text}");
+}
