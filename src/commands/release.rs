@@ -625,6 +625,11 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
         )
         .collect();
 
+    // The `.sig` manifest as it is now (the signatures of this digest, ours among them).
+    let signature_digest = match &bundle_remote {
+        Some(_) => rt.block_on(cx.remote_digest(&signature_ref))?,
+        None => layout_digest(&cx.layout, &sig_tag),
+    };
     let summary = serde_json::json!({
         "package": cx.project.config.package,
         "version": cx.version,
@@ -639,6 +644,7 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
         },
         "signature": {
             "reference": signature_ref,
+            "digest": signature_digest,
             "key": s(&cx.key.key),
             "publicKey": s(&cx.key.public),
             "generatedKey": cx.key.generated,

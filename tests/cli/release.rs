@@ -485,6 +485,11 @@ fn a_release_interrupted_by_a_dead_registry_finishes_when_run_again() {
         &[("Accept", "application/vnd.oci.image.manifest.v1+json")],
     )
     .unwrap();
+    // The summary names the `.sig` manifest the registry holds.
+    assert_eq!(
+        s["signature"]["digest"].as_str().unwrap(),
+        opship_core::image::Digest::of(sig.as_bytes()).as_str()
+    );
     assert_eq!(json(&sig)["layers"].as_array().unwrap().len(), 1, "{sig}");
     let public = tmp.path().join("bundle/.opship/cosign.pub");
     let v = openssl_verify(
