@@ -111,6 +111,9 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
         )
         .into());
     }
+    if !quiet && report.contains("warning[") {
+        eprint!("{report}");
+    }
     let built = cx
         .opship(&[
             "build",
