@@ -1017,14 +1017,30 @@ impl Context {
         reference: &str,
     ) -> Result<Option<opship_oci::registry::RawManifest>, CmdError> {
         let r = registry::parse_reference(reference)?;
-        let found =
-            opship_oci::auth::lookup(r.resolve_registry(), &opship_oci::auth::Env::from_process())?;
-        let options = opship_oci::Options {
-            insecure: self.insecure,
-            ..opship_oci::Options::default()
+        // The same credentials, timeout and retries as the steps' own commands get.
+        let env_number = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| {
+                    v.trim()
+                        .parse::<f64>()
+                        .map_err(|_| format!("{name} `{v}` is not a number"))
+                })
+                .transpose()
         };
-        let client = Registry::new(&r, found.auth, options);
-        Ok(client.manifest_if_any(&r).await?)
+        let args = crate::cli::RegistryArgs {
+            username: None,
+            password_stdin: false,
+            insecure: self.insecure,
+            timeout: env_number("OPSHIP_REGISTRY_TIMEOUT")?.unwrap_or(60.0),
+            retries: env_number("OPSHIP_REGISTRY_RETRIES")?.map_or(3, |n| n.max(0.0) as u32),
+        };
+        let client: Registry = super::registry::client(&r, &args, false)?;
+        client
+            .manifest_if_any(&r)
+            .await
+            .map_err(|e| format!("looking up {reference}: {e}").into())
     }
 
     /// Channels of the release: its own, else the project's, else `stable`.
