@@ -73,88 +73,22 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
     )?;
     opship_core::bundle::parse_version(&args.version)?;
     let cx = Context::new(project, args, quiet)?;
-    let stage = tempfile::tempdir()?;
+    let staging = tempfile::tempdir()?;
     let mut steps: Vec<Step> = Vec::new();
     let before = snapshot(&cx.written_roots());
 
-    // Stage: everything deterministic is produced in a temporary directory first.
-    let staged_bundle = stage.path().join("bundle");
-    let staged_layout = stage.path().join("oci");
-    let staged_charts = stage.path().join("charts");
-    cx.opship(&[
-        "generate",
-        "bundle",
-        "--version",
-        &cx.version,
-        "--output-dir",
-        &s(&staged_bundle),
-    ])
-    .map_err(|e| e.into_error("generate"))?;
-    let validation = cx.opship_status(&["validate", "bundle", &s(&staged_bundle)])?;
-    // The report names the staged copy; the user knows the files by the bundle directory.
-    let report = validation
-        .stdout
-        .replace(&s(&staged_bundle), &s(&cx.bundle_dir));
-    if validation.code == 1 {
-        eprint!("{report}");
-        eprintln!(
-            "error: the bundle of {} has errors; nothing was released",
-            cx.version
-        );
-        return Ok(ExitStatus::Failure);
-    }
-    if validation.code != 0 {
-        eprint!("{report}{}", validation.stderr);
-        return Err(format!(
-            "validating the bundle of {} failed (exit {})",
-            cx.version, validation.code
-        )
-        .into());
-    }
-    if !quiet && report.contains("warning[") {
-        eprint!("{report}");
-    }
-    let built = cx
-        .opship(&[
-            "build",
-            "--layout",
-            &s(&staged_layout),
-            "--tag",
-            &cx.bundle_tag,
-            &s(&staged_bundle),
-        ])
-        .map_err(|e| e.into_error("build"))?;
-    let bundle_digest = second_word(&built).ok_or("build printed no digest")?;
-    let rendered = cx
-        .opship(&[
-            "chart",
-            "render",
-            "--bundle",
-            &s(&staged_bundle),
-            "--output",
-            &s(&staged_charts),
-        ])
-        .map_err(|e| e.into_error("chart render"))?;
-    let staged_chart_dir = PathBuf::from(rendered.lines().next().unwrap_or_default().trim());
-    let chart_name = staged_chart_dir
-        .file_name()
-        .ok_or("chart render printed no directory")?
-        .to_string_lossy()
-        .into_owned();
-    let packaged = cx
-        .opship(&[
-            "chart",
-            "package",
-            &s(&staged_chart_dir),
-            "--destination",
-            &s(&staged_charts),
-        ])
-        .map_err(|e| e.into_error("chart package"))?;
-    let chart_digest = second_word(&packaged).ok_or("chart package printed no digest")?;
-    let chart_archive_name = PathBuf::from(first_word(&packaged).unwrap_or_default())
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .ok_or("chart package printed no archive")?;
+    let Staged {
+        bundle: staged_bundle,
+        layout: staged_layout,
+        bundle_digest,
+        chart_dir: staged_chart_dir,
+        chart_name,
+        chart_digest,
+        chart_archive_name,
+    } = match stage(&cx, staging.path())? {
+        Ok(staged) => staged,
+        Err(status) => return Ok(status),
+    };
 
     let rt = super::registry::runtime()?;
 
@@ -679,6 +613,111 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
         RegistryOutput::Text => write_text(&mut out, &summary, &steps)?,
     }
     Ok(ExitStatus::Success)
+}
+
+/// What staging produced: the artefacts of the release, built in a temporary directory, and
+/// their digests.
+struct Staged {
+    bundle: PathBuf,
+    layout: PathBuf,
+    bundle_digest: String,
+    chart_dir: PathBuf,
+    chart_name: String,
+    chart_digest: String,
+    chart_archive_name: String,
+}
+
+/// Generates, validates and builds the bundle and renders and packages the chart under
+/// `dir`: every digest of the release before anything is written. `Err(status)` when the
+/// bundle has validation errors (the report is printed).
+fn stage(cx: &Context, dir: &Path) -> Result<Result<Staged, ExitStatus>, CmdError> {
+    let staged_bundle = dir.join("bundle");
+    let staged_layout = dir.join("oci");
+    let staged_charts = dir.join("charts");
+    cx.opship(&[
+        "generate",
+        "bundle",
+        "--version",
+        &cx.version,
+        "--output-dir",
+        &s(&staged_bundle),
+    ])
+    .map_err(|e| e.into_error("generate"))?;
+    let validation = cx.opship_status(&["validate", "bundle", &s(&staged_bundle)])?;
+    // The report names the staged copy; the user knows the files by the bundle directory.
+    let report = validation
+        .stdout
+        .replace(&s(&staged_bundle), &s(&cx.bundle_dir));
+    if validation.code == 1 {
+        eprint!("{report}");
+        eprintln!(
+            "error: the bundle of {} has errors; nothing was released",
+            cx.version
+        );
+        return Ok(Err(ExitStatus::Failure));
+    }
+    if validation.code != 0 {
+        eprint!("{report}{}", validation.stderr);
+        return Err(format!(
+            "validating the bundle of {} failed (exit {})",
+            cx.version, validation.code
+        )
+        .into());
+    }
+    if !cx.quiet && report.contains("warning[") {
+        eprint!("{report}");
+    }
+    let built = cx
+        .opship(&[
+            "build",
+            "--layout",
+            &s(&staged_layout),
+            "--tag",
+            &cx.bundle_tag,
+            &s(&staged_bundle),
+        ])
+        .map_err(|e| e.into_error("build"))?;
+    let bundle_digest = second_word(&built).ok_or("build printed no digest")?;
+    let rendered = cx
+        .opship(&[
+            "chart",
+            "render",
+            "--bundle",
+            &s(&staged_bundle),
+            "--output",
+            &s(&staged_charts),
+        ])
+        .map_err(|e| e.into_error("chart render"))?;
+    let staged_chart_dir = PathBuf::from(rendered.lines().next().unwrap_or_default().trim());
+    let chart_name = staged_chart_dir
+        .file_name()
+        .ok_or("chart render printed no directory")?
+        .to_string_lossy()
+        .into_owned();
+    let packaged = cx
+        .opship(&[
+            "chart",
+            "package",
+            &s(&staged_chart_dir),
+            "--destination",
+            &s(&staged_charts),
+        ])
+        .map_err(|e| e.into_error("chart package"))?;
+    let chart_digest = second_word(&packaged).ok_or("chart package printed no digest")?;
+    let chart_archive_name = PathBuf::from(first_word(&packaged).unwrap_or_default())
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or("chart package printed no archive")?;
+
+    Ok(Ok(Staged {
+        bundle: staged_bundle,
+        layout: staged_layout,
+        bundle_digest,
+        chart_dir: staged_chart_dir,
+        chart_name,
+        chart_digest,
+        chart_archive_name,
+    }))
 }
 
 /// The text summary: every step with its state, command, writes and digest, then the
