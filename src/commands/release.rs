@@ -465,89 +465,15 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
     }
 
     // 6. The Helm chart.
-    let chart_dir = cx.chart_out.join(&chart_name);
-    let mut step = Step {
-        id: "chart-render".into(),
-        what: format!("render the Helm chart into {}", s(&chart_dir)),
-        command: cx.command(&[
-            "chart",
-            "render",
-            "--bundle",
-            &s(&cx.bundle_dir),
-            "--output",
-            &s(&cx.chart_out),
-        ]),
-        writes: vec![s(&chart_dir)],
-        digest: None,
-        state: State::Planned,
-    };
-    if same_tree(&staged_chart_dir, &chart_dir) {
-        step.state = State::Done("the directory holds exactly the rendered files".into());
-    }
-    cx.execute(&mut step, &mut steps)?;
-    let archive = cx.chart_out.join(&chart_archive_name);
-    let mut step = Step {
-        id: "chart-package".into(),
-        what: format!("package the chart into {}", s(&archive)),
-        command: cx.command(&[
-            "chart",
-            "package",
-            &s(&chart_dir),
-            "--destination",
-            &s(&cx.chart_out),
-        ]),
-        writes: vec![s(&archive)],
-        digest: Some(chart_digest.clone()),
-        state: State::Planned,
-    };
-    if std::fs::read(&archive).is_ok_and(|b| Digest::of(&b).as_str() == chart_digest) {
-        step.state = State::Done("the archive has this digest".into());
-    }
-    cx.execute(&mut step, &mut steps)?;
-    let mut chart_ref = None;
-    if let Some(ns) = &cx.registry {
-        let version_tag = cx.version.replace('+', "_");
-        let remote = format!("{ns}/{chart_name}:{version_tag}");
-        let mut push: Vec<String> = vec![
-            "chart".into(),
-            "push".into(),
-            s(&archive),
-            format!("oci://{ns}"),
-        ];
-        if cx.insecure {
-            push.push("--insecure".into());
-        }
-        let mut step = Step {
-            id: "push-chart".into(),
-            what: format!("push the chart to oci://{remote}"),
-            command: cx.command_owned(&push),
-            writes: vec![format!("oci://{remote}")],
-            digest: None,
-            state: State::Planned,
-        };
-        // The chart manifest's one layer is the archive: same digest, same chart. (A
-        // different chart under the tag is refused by `chart push` itself.)
-        if let Some(m) = rt.block_on(cx.remote_manifest(&remote))?
-            && serde_json::from_slice::<serde_json::Value>(&m.bytes)
-                .is_ok_and(|v| v["layers"][0]["digest"].as_str() == Some(chart_digest.as_str()))
-        {
-            step.state = State::Done("the registry holds this chart archive".into());
-            step.digest = Some(m.digest.as_str().to_owned());
-        }
-        if let Some(out) = cx.execute(&mut step, &mut steps)? {
-            let line = out.lines().next().unwrap_or_default().to_owned();
-            let digest = line
-                .split_once('@')
-                .map(|(_, d)| d.split_whitespace().next().unwrap_or_default().to_owned());
-            if let Some(last) = steps.last_mut() {
-                last.digest = digest;
-                if line.contains("(unchanged)") {
-                    last.state = State::Done("the registry holds this chart already".into());
-                }
-            }
-        }
-        chart_ref = Some(format!("oci://{remote}"));
-    }
+    let (chart_dir, archive, chart_ref) = chart_steps(
+        &cx,
+        &rt,
+        &staged_chart_dir,
+        &chart_name,
+        &chart_archive_name,
+        &chart_digest,
+        &mut steps,
+    )?;
 
     let after = snapshot(&cx.written_roots());
     let changed: Vec<String> = after
@@ -613,6 +539,104 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
         RegistryOutput::Text => write_text(&mut out, &summary, &steps)?,
     }
     Ok(ExitStatus::Success)
+}
+
+/// The chart steps: render, package, push (with a registry). Returns the chart directory, the
+/// archive and the chart's `oci://` reference.
+fn chart_steps(
+    cx: &Context,
+    rt: &tokio::runtime::Runtime,
+    staged_chart_dir: &Path,
+    chart_name: &str,
+    chart_archive_name: &str,
+    chart_digest: &str,
+    steps: &mut Vec<Step>,
+) -> Result<(PathBuf, PathBuf, Option<String>), CmdError> {
+    let chart_dir = cx.chart_out.join(chart_name);
+    let mut step = Step {
+        id: "chart-render".into(),
+        what: format!("render the Helm chart into {}", s(&chart_dir)),
+        command: cx.command(&[
+            "chart",
+            "render",
+            "--bundle",
+            &s(&cx.bundle_dir),
+            "--output",
+            &s(&cx.chart_out),
+        ]),
+        writes: vec![s(&chart_dir)],
+        digest: None,
+        state: State::Planned,
+    };
+    if same_tree(staged_chart_dir, &chart_dir) {
+        step.state = State::Done("the directory holds exactly the rendered files".into());
+    }
+    cx.execute(&mut step, steps)?;
+    let archive = cx.chart_out.join(chart_archive_name);
+    let mut step = Step {
+        id: "chart-package".into(),
+        what: format!("package the chart into {}", s(&archive)),
+        command: cx.command(&[
+            "chart",
+            "package",
+            &s(&chart_dir),
+            "--destination",
+            &s(&cx.chart_out),
+        ]),
+        writes: vec![s(&archive)],
+        digest: Some(chart_digest.to_owned()),
+        state: State::Planned,
+    };
+    if std::fs::read(&archive).is_ok_and(|b| Digest::of(&b).as_str() == chart_digest) {
+        step.state = State::Done("the archive has this digest".into());
+    }
+    cx.execute(&mut step, steps)?;
+    let mut chart_ref = None;
+    if let Some(ns) = &cx.registry {
+        let version_tag = cx.version.replace('+', "_");
+        let remote = format!("{ns}/{chart_name}:{version_tag}");
+        let mut push: Vec<String> = vec![
+            "chart".into(),
+            "push".into(),
+            s(&archive),
+            format!("oci://{ns}"),
+        ];
+        if cx.insecure {
+            push.push("--insecure".into());
+        }
+        let mut step = Step {
+            id: "push-chart".into(),
+            what: format!("push the chart to oci://{remote}"),
+            command: cx.command_owned(&push),
+            writes: vec![format!("oci://{remote}")],
+            digest: None,
+            state: State::Planned,
+        };
+        // The chart manifest's one layer is the archive: same digest, same chart. (A
+        // different chart under the tag is refused by `chart push` itself.)
+        if let Some(m) = rt.block_on(cx.remote_manifest(&remote))?
+            && serde_json::from_slice::<serde_json::Value>(&m.bytes)
+                .is_ok_and(|v| v["layers"][0]["digest"].as_str() == Some(chart_digest))
+        {
+            step.state = State::Done("the registry holds this chart archive".into());
+            step.digest = Some(m.digest.as_str().to_owned());
+        }
+        if let Some(out) = cx.execute(&mut step, steps)? {
+            let line = out.lines().next().unwrap_or_default().to_owned();
+            let digest = line
+                .split_once('@')
+                .map(|(_, d)| d.split_whitespace().next().unwrap_or_default().to_owned());
+            if let Some(last) = steps.last_mut() {
+                last.digest = digest;
+                if line.contains("(unchanged)") {
+                    last.state = State::Done("the registry holds this chart already".into());
+                }
+            }
+        }
+        chart_ref = Some(format!("oci://{remote}"));
+    }
+
+    Ok((chart_dir, archive, chart_ref))
 }
 
 /// What staging produced: the artefacts of the release, built in a temporary directory, and
