@@ -284,185 +284,17 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
 
     // 5. Catalogs: only now, with the image in place and signed.
     let entry_image = format!("{}@{bundle_digest}", cx.bundle_repo);
-    let channels = cx.channels();
-    let mut catalog_results = Vec::new();
-    for target in &cx.catalogs {
-        let label = target.name.clone().unwrap_or_else(|| s(&target.dir));
-        let mut add: Vec<String> = vec![
-            "catalog".into(),
-            "add".into(),
-            "--bundle".into(),
-            format!("{}:{}", s(&cx.layout), cx.bundle_tag),
-            "--image".into(),
-            entry_image.clone(),
-        ];
-        match &target.name {
-            Some(n) => add.extend(["--target".into(), n.clone()]),
-            None => {
-                add.extend([
-                    "--index".into(),
-                    s(&target.dir),
-                    "--channel".into(),
-                    channels.join(","),
-                ]);
-                if let Some(d) = &cx.project.config.default_channel {
-                    add.extend(["--default-channel".into(), d.clone()]);
-                }
-                // The release's own skipRange (also in the CSV) becomes the channel entry's.
-                if let Some(r) = cx
-                    .project
-                    .release(&cx.version)
-                    .and_then(|r| r.skip_range.clone())
-                {
-                    add.extend(["--skip-range-value".into(), r]);
-                }
-            }
-        }
-        let mut step = Step {
-            id: format!("catalog-add:{label}"),
-            what: format!("add {entry_image} to the catalog {}", s(&target.dir)),
-            command: cx.command_owned(&add),
-            writes: vec![s(&target.dir.join(&cx.project.config.package))],
-            digest: Some(bundle_digest.clone()),
-            state: State::Planned,
-        };
-        if let Some(why) = catalog_has(
-            &target.dir,
-            &cx.project.config.package,
-            &cx.version,
-            &entry_image,
-        )? {
-            step.state = State::Done(why);
-        }
-        let add_pending = step.state == State::Planned;
-        cx.execute(&mut step, &mut steps)?;
-
-        let mut step = Step {
-            id: format!("catalog-validate:{label}"),
-            what: format!("validate the catalog {}", s(&target.dir)),
-            command: cx.command(&["catalog", "validate", &s(&target.dir)]),
-            writes: vec![],
-            digest: None,
-            state: if cx.dry_run && add_pending {
-                State::AfterEarlier
-            } else {
-                State::Planned
-            },
-        };
-        if cx.dry_run {
-            steps.push(step);
-        } else {
-            let r = cx.opship_status(&["catalog", "validate", &s(&target.dir)])?;
-            eprint!("{}", r.stdout);
-            let problem = format!(
-                "the catalog {} does not validate after adding {}: fix it and run the \
-                 release again (the bundle image and its signature are done and will be \
-                 skipped)",
-                s(&target.dir),
-                cx.version
-            );
-            match r.code {
-                0 => {}
-                // Findings: exit 1, as `catalog validate` itself.
-                1 => {
-                    eprint!("{}", r.stderr);
-                    eprintln!("error: {problem}");
-                    return Ok(ExitStatus::Failure);
-                }
-                _ => {
-                    eprint!("{}", r.stderr);
-                    return Err(problem.into());
-                }
-            }
-            step.state = State::Ran;
-            steps.push(step);
-        }
-
-        // The catalog image: built in the stage first for its digest.
-        let mut catalog_digest: Option<String> = None;
-        if !(cx.dry_run && add_pending) && target.dir.exists() {
-            let out = cx
-                .opship(&[
-                    "catalog",
-                    "build",
-                    &s(&target.dir),
-                    "--layout",
-                    &s(&staged_layout),
-                    "--tag",
-                    &target.layout_tag,
-                ])
-                .map_err(|e| e.into_error("catalog build"))?;
-            catalog_digest = second_word(&out);
-        }
-        let mut step = Step {
-            id: format!("catalog-build:{label}"),
-            what: format!(
-                "build the catalog image {}:{}",
-                s(&cx.layout),
-                target.layout_tag
-            ),
-            command: cx.command(&[
-                "catalog",
-                "build",
-                &s(&target.dir),
-                "--layout",
-                &s(&cx.layout),
-                "--tag",
-                &target.layout_tag,
-            ]),
-            writes: vec![format!("{}:{}", s(&cx.layout), target.layout_tag)],
-            digest: catalog_digest.clone(),
-            state: if catalog_digest.is_none() {
-                State::AfterEarlier
-            } else {
-                State::Planned
-            },
-        };
-        if catalog_digest.is_some()
-            && layout_digest(&cx.layout, &target.layout_tag) == catalog_digest
-        {
-            step.state = State::Done("the layout tag has this digest".into());
-        }
-        if let Some(out) = cx.execute(&mut step, &mut steps)? {
-            catalog_digest = second_word(&out);
-            if let Some(last) = steps.last_mut() {
-                last.digest = catalog_digest.clone();
-            }
-        }
-        if let Some(remote) = &target.remote {
-            let mut step = Step {
-                id: format!("push-catalog:{label}"),
-                what: format!("push the catalog image to {remote}"),
-                command: cx.command_owned(
-                    &cx.push_args(&format!("{}:{}", s(&cx.layout), target.layout_tag), remote),
-                ),
-                writes: vec![remote.clone()],
-                digest: catalog_digest.clone(),
-                state: if catalog_digest.is_none() {
-                    State::AfterEarlier
-                } else {
-                    State::Planned
-                },
-            };
-            if let Some(d) = &catalog_digest
-                && rt.block_on(cx.remote_digest(remote))?.as_ref() == Some(d)
-            {
-                step.state = State::Done("the registry serves this digest for the tag".into());
-            }
-            cx.execute(&mut step, &mut steps)?;
-        }
-        catalog_results.push(serde_json::json!({
-            "name": target.name,
-            "dir": s(&target.dir),
-            "entryImage": entry_image,
-            "repository": cx.catalog_repo,
-            "image": {
-                "layout": format!("{}:{}", s(&cx.layout), target.layout_tag),
-                "reference": target.remote,
-                "digest": catalog_digest,
-            },
-        }));
-    }
+    let catalog_results = match catalog_steps(
+        &cx,
+        &rt,
+        &staged_layout,
+        &entry_image,
+        &bundle_digest,
+        &mut steps,
+    )? {
+        Ok(results) => results,
+        Err(status) => return Ok(status),
+    };
 
     // 6. The Helm chart.
     let (chart_dir, archive, chart_ref) = chart_steps(
@@ -539,6 +371,199 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
         RegistryOutput::Text => write_text(&mut out, &summary, &steps)?,
     }
     Ok(ExitStatus::Success)
+}
+
+/// The catalog steps of each target: add, validate, build the image, push it. Returns the
+/// summary of each catalog, or `Err(Failure)` when a catalog does not validate.
+fn catalog_steps(
+    cx: &Context,
+    rt: &tokio::runtime::Runtime,
+    staged_layout: &Path,
+    entry_image: &str,
+    bundle_digest: &str,
+    steps: &mut Vec<Step>,
+) -> Result<Result<Vec<serde_json::Value>, ExitStatus>, CmdError> {
+    let channels = cx.channels();
+    let mut catalog_results = Vec::new();
+    for target in &cx.catalogs {
+        let label = target.name.clone().unwrap_or_else(|| s(&target.dir));
+        let mut add: Vec<String> = vec![
+            "catalog".into(),
+            "add".into(),
+            "--bundle".into(),
+            format!("{}:{}", s(&cx.layout), cx.bundle_tag),
+            "--image".into(),
+            entry_image.to_owned(),
+        ];
+        match &target.name {
+            Some(n) => add.extend(["--target".into(), n.clone()]),
+            None => {
+                add.extend([
+                    "--index".into(),
+                    s(&target.dir),
+                    "--channel".into(),
+                    channels.join(","),
+                ]);
+                if let Some(d) = &cx.project.config.default_channel {
+                    add.extend(["--default-channel".into(), d.clone()]);
+                }
+                // The release's own skipRange (also in the CSV) becomes the channel entry's.
+                if let Some(r) = cx
+                    .project
+                    .release(&cx.version)
+                    .and_then(|r| r.skip_range.clone())
+                {
+                    add.extend(["--skip-range-value".into(), r]);
+                }
+            }
+        }
+        let mut step = Step {
+            id: format!("catalog-add:{label}"),
+            what: format!("add {entry_image} to the catalog {}", s(&target.dir)),
+            command: cx.command_owned(&add),
+            writes: vec![s(&target.dir.join(&cx.project.config.package))],
+            digest: Some(bundle_digest.to_owned()),
+            state: State::Planned,
+        };
+        if let Some(why) = catalog_has(
+            &target.dir,
+            &cx.project.config.package,
+            &cx.version,
+            entry_image,
+        )? {
+            step.state = State::Done(why);
+        }
+        let add_pending = step.state == State::Planned;
+        cx.execute(&mut step, steps)?;
+
+        let mut step = Step {
+            id: format!("catalog-validate:{label}"),
+            what: format!("validate the catalog {}", s(&target.dir)),
+            command: cx.command(&["catalog", "validate", &s(&target.dir)]),
+            writes: vec![],
+            digest: None,
+            state: if cx.dry_run && add_pending {
+                State::AfterEarlier
+            } else {
+                State::Planned
+            },
+        };
+        if cx.dry_run {
+            steps.push(step);
+        } else {
+            let r = cx.opship_status(&["catalog", "validate", &s(&target.dir)])?;
+            eprint!("{}", r.stdout);
+            let problem = format!(
+                "the catalog {} does not validate after adding {}: fix it and run the \
+                 release again (the bundle image and its signature are done and will be \
+                 skipped)",
+                s(&target.dir),
+                cx.version
+            );
+            match r.code {
+                0 => {}
+                // Findings: exit 1, as `catalog validate` itself.
+                1 => {
+                    eprint!("{}", r.stderr);
+                    eprintln!("error: {problem}");
+                    return Ok(Err(ExitStatus::Failure));
+                }
+                _ => {
+                    eprint!("{}", r.stderr);
+                    return Err(problem.into());
+                }
+            }
+            step.state = State::Ran;
+            steps.push(step);
+        }
+
+        // The catalog image: built in the stage first for its digest.
+        let mut catalog_digest: Option<String> = None;
+        if !(cx.dry_run && add_pending) && target.dir.exists() {
+            let out = cx
+                .opship(&[
+                    "catalog",
+                    "build",
+                    &s(&target.dir),
+                    "--layout",
+                    &s(staged_layout),
+                    "--tag",
+                    &target.layout_tag,
+                ])
+                .map_err(|e| e.into_error("catalog build"))?;
+            catalog_digest = second_word(&out);
+        }
+        let mut step = Step {
+            id: format!("catalog-build:{label}"),
+            what: format!(
+                "build the catalog image {}:{}",
+                s(&cx.layout),
+                target.layout_tag
+            ),
+            command: cx.command(&[
+                "catalog",
+                "build",
+                &s(&target.dir),
+                "--layout",
+                &s(&cx.layout),
+                "--tag",
+                &target.layout_tag,
+            ]),
+            writes: vec![format!("{}:{}", s(&cx.layout), target.layout_tag)],
+            digest: catalog_digest.clone(),
+            state: if catalog_digest.is_none() {
+                State::AfterEarlier
+            } else {
+                State::Planned
+            },
+        };
+        if catalog_digest.is_some()
+            && layout_digest(&cx.layout, &target.layout_tag) == catalog_digest
+        {
+            step.state = State::Done("the layout tag has this digest".into());
+        }
+        if let Some(out) = cx.execute(&mut step, steps)? {
+            catalog_digest = second_word(&out);
+            if let Some(last) = steps.last_mut() {
+                last.digest = catalog_digest.clone();
+            }
+        }
+        if let Some(remote) = &target.remote {
+            let mut step = Step {
+                id: format!("push-catalog:{label}"),
+                what: format!("push the catalog image to {remote}"),
+                command: cx.command_owned(
+                    &cx.push_args(&format!("{}:{}", s(&cx.layout), target.layout_tag), remote),
+                ),
+                writes: vec![remote.clone()],
+                digest: catalog_digest.clone(),
+                state: if catalog_digest.is_none() {
+                    State::AfterEarlier
+                } else {
+                    State::Planned
+                },
+            };
+            if let Some(d) = &catalog_digest
+                && rt.block_on(cx.remote_digest(remote))?.as_ref() == Some(d)
+            {
+                step.state = State::Done("the registry serves this digest for the tag".into());
+            }
+            cx.execute(&mut step, steps)?;
+        }
+        catalog_results.push(serde_json::json!({
+            "name": target.name,
+            "dir": s(&target.dir),
+            "entryImage": entry_image,
+            "repository": cx.catalog_repo,
+            "image": {
+                "layout": format!("{}:{}", s(&cx.layout), target.layout_tag),
+                "reference": target.remote,
+                "digest": catalog_digest,
+            },
+        }));
+    }
+
+    Ok(Ok(catalog_results))
 }
 
 /// The chart steps: render, package, push (with a registry). Returns the chart directory, the
