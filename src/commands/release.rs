@@ -1153,9 +1153,10 @@ impl Context {
             std::fs::create_dir_all(dir)?;
             let ignore = dir.join(".gitignore");
             if !ignore.exists() {
-                opship_core::fsutil::write_atomic(
+                opship_core::fsutil::write_atomic_with_mode(
                     &ignore,
                     b"# The release signing key: never commit the private key or its password.\ncosign.key\ncosign.password\n",
+                    0o644,
                 )?;
             }
         }
