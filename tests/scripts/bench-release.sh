@@ -58,7 +58,7 @@ skopeo copy -q --dest-tls-verify=false oci:bundle/dist/oci:catalog-0.3.0 docker:
 SH
 
 cd "$work"
-hyperfine -r "$runs" --prepare "bash $work/fresh.sh" \
+hyperfine -r "$runs" ${BENCH_JSON:+--export-json "$BENCH_JSON"} --prepare "bash $work/fresh.sh" \
   -n 'opship release' \
   "cd $work/p && COSIGN_PASSWORD=bench $opship -q -c bundle/opship.yaml release --version 0.3.0 --registry $reg/ns --key $work/keys/cosign.key >/dev/null 2>&1" \
   -n 'same steps: skopeo copy + helm-python-sdk package + opship for the rest' \
