@@ -747,3 +747,82 @@ fn a_catalog_that_does_not_validate_stops_the_release_with_exit_1() {
     let text = std::fs::read_to_string(dir.join("index/memcached-operator/catalog.yaml")).unwrap();
     assert_eq!(text.matches("schema: olm.bundle").count(), 1, "{text}");
 }
+
+#[test]
+fn each_catalog_target_gets_its_own_render_format_and_image() {
+    let (tmp, dir) = sample_copy();
+    let home = tempfile::tempdir().unwrap();
+    let config = dir.join("opship.yaml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(
+        "catalogs:\n  - name: v4.16\n    dir: catalogs/v4.16\n    ocpVersion: \"4.16\"\n  \
+         - name: v4.17\n    dir: catalogs/v4.17\n    ocpVersion: \"4.17\"\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    let s = json(
+        &ok(
+            release(tmp.path(), home.path(), "0.1.0", &["-o", "json"]),
+            "release",
+        )
+        .stdout,
+    );
+    assert_eq!(s["catalogs"].as_array().unwrap().len(), 2, "{s}");
+    let changed: Vec<&str> = s["filesChanged"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    for (target, property) in [
+        ("v4.16", "olm.bundle.object"),
+        ("v4.17", "olm.csv.metadata"),
+    ] {
+        let file = dir.join(format!("catalogs/{target}/memcached-operator/catalog.yaml"));
+        let fbc_text = std::fs::read_to_string(&file).unwrap();
+        assert!(fbc_text.contains(property), "{target}: {fbc_text}");
+        assert!(
+            changed.contains(
+                &format!("bundle/catalogs/{target}/memcached-operator/catalog.yaml").as_str()
+            ),
+            "{changed:?}"
+        );
+        ok(
+            run(isolated(home.path())
+                .args(["catalog", "validate"])
+                .arg(dir.join("catalogs").join(target))),
+            "catalog validate",
+        );
+        // Its own catalog image in the layout, with the digest the summary gives.
+        let c = s["catalogs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == target)
+            .unwrap();
+        assert_eq!(
+            c["image"]["layout"],
+            format!("bundle/dist/oci:catalog-{target}-0.1.0").as_str()
+        );
+        let out = skopeo()
+            .arg("inspect")
+            .arg(format!(
+                "oci:{}:catalog-{target}-0.1.0",
+                dir.join("dist/oci").display()
+            ))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            json(&String::from_utf8_lossy(&out.stdout))["Digest"],
+            c["image"]["digest"]
+        );
+    }
+    assert!(
+        !dir.join("index").exists(),
+        "no default index/ when targets are configured"
+    );
+}
