@@ -152,6 +152,19 @@ Examples:
   opship man --output /usr/local/share/man/man1
   man -l dist/man/opship-push.1")]
     Man(ManArgs),
+    /// Release one version: generate, validate, build, push, sign, catalog, chart; resumable.
+    #[command(
+        after_help = "Steps already done (same digest in the layout or registry, signature \
+present, catalog entry with the same image, same chart) are skipped, so a failed release is \
+finished by running the same command again. Without a registry (--registry, OPSHIP_REGISTRY \
+or `registry:` in opship.yaml) images stay in the OCI layout dist/oci. Without a key \
+(--key, OPSHIP_SIGNING_KEY or `signing:`) one is generated once under .opship/ next to the \
+config. Details: docs/release.md.\n\nExamples:\n  opship -c bundle/opship.yaml release \
+--version 0.3.0\n  opship -c bundle/opship.yaml release --version 0.3.0 --dry-run\n  \
+COSIGN_PASSWORD=… opship release --version 1.2.0 --registry quay.io/example --key cosign.key \
+-o json"
+    )]
+    Release(ReleaseArgs),
 }
 
 /// Shells `opship completions` writes scripts for.
@@ -182,6 +195,29 @@ pub struct ManArgs {
     /// missing); default: print the main page to standard output.
     #[arg(long, short, value_name = "DIR")]
     pub output: Option<PathBuf>,
+}
+
+/// `opship release`.
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    /// The version to release (strict semver, no leading `v`).
+    #[arg(long, short = 'V')]
+    pub version: String,
+    /// Print the plan (every step, artefact, reference and file) and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Summary format.
+    #[arg(long, short, value_enum, default_value_t = RegistryOutput::Text)]
+    pub output: RegistryOutput,
+    /// Push to `REGISTRY[/NAMESPACE]` (default: `registry` of the config; none: OCI layout only).
+    #[arg(long, env = "OPSHIP_REGISTRY", value_name = "REGISTRY/NAMESPACE")]
+    pub registry: Option<String>,
+    /// Cosign private key (default: `signing.key` of the config, else .opship/cosign.key).
+    #[arg(long, env = "OPSHIP_SIGNING_KEY", value_name = "KEY")]
+    pub key: Option<PathBuf>,
+    /// Allow plain HTTP to a non-loopback registry.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// Options of every registry command.

@@ -9,6 +9,7 @@ mod generate;
 mod init;
 mod progress;
 mod registry;
+mod release;
 mod sign;
 mod validate;
 
@@ -67,6 +68,9 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CmdError> {
         Command::Verify(args) => sign::verify(&args),
         Command::Completions(args) => docs::completions(&args),
         Command::Man(args) => docs::man(&args),
+        Command::Release(args) => {
+            release::run(&args, cli.global.config.as_deref(), cli.global.quiet)
+        }
     }
 }
 

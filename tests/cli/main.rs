@@ -13,6 +13,7 @@ mod layout_lock;
 mod progress;
 mod push_all;
 mod registry;
+mod release;
 mod sign;
 mod support_registry;
 mod token_auth;

@@ -128,6 +128,30 @@ impl TestRegistry {
         reg
     }
 
+    /// Process id of the registry (to kill it from another thread).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Stops the registry process; its storage stays for [`TestRegistry::restart`].
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the registry again on the same address with the same storage and config.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.child = Command::new(REGISTRY_BIN)
+            .arg("serve")
+            .arg(self._dir.path().join("config.yml"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("restart docker-registry");
+        self.wait_ready();
+    }
+
     /// Waits until `GET /v2/` answers (200, or 401 with auth).
     fn wait_ready(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(30);

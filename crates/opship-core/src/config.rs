@@ -65,6 +65,28 @@ pub struct Config {
     /// File-based catalogs releases are added to, one per target (e.g. per OpenShift version).
     #[serde(default)]
     pub catalogs: Vec<CatalogTarget>,
+    /// Where `opship release` pushes images and charts: `REGISTRY[/NAMESPACE]`, e.g.
+    /// `quay.io/example`. Unset: images stay in the OCI layout `dist/oci`.
+    #[serde(default)]
+    pub registry: Option<String>,
+    /// The cosign key `opship release` signs with (default: `.opship/cosign.key`, generated on
+    /// first use).
+    #[serde(default)]
+    pub signing: Option<Signing>,
+}
+
+/// The signing key of releases.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Signing {
+    /// Encrypted cosign private key.
+    pub key: PathBuf,
+    /// Its public key (default: the key's path with `.pub` instead of `.key`).
+    #[serde(default)]
+    pub public_key: Option<PathBuf>,
+    /// File whose first line is the key password (default: `COSIGN_PASSWORD`).
+    #[serde(default)]
+    pub password_file: Option<PathBuf>,
 }
 
 /// One file-based catalog a release goes into (`opship catalog add --target NAME`).

@@ -1,0 +1,828 @@
+//! `opship release` end to end on a copy of the sample operator: three versions to a real
+//! registry, every artefact checked by another tool (skopeo, the openssl cosign verifier, the
+//! Helm SDK, the catalog rendered from the pushed images); the embedded default with nothing
+//! configured; a registry killed in the middle of a release and the re-run that finishes it
+//! with exactly one set of artefacts; and `--dry-run` changing nothing.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::support_registry::{
+    TestRegistry, http_get, isolated, json, ok, require, skopeo, skopeo_inspect,
+};
+use crate::{Run, read_tree, repo, run, sample_copy};
+
+/// The Python with helm-python-sdk (scripts/test makes .venv; OPSHIP_PYTHON names another).
+fn python() -> PathBuf {
+    std::env::var_os("OPSHIP_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join(".venv/bin/python"))
+}
+
+/// `helm_check.py lint CHART` with the real Helm engine; fails on any lint error.
+fn helm_lint(chart: &Path) {
+    let out = Command::new(python())
+        .arg(repo().join("tests/scripts/helm_check.py"))
+        .arg("lint")
+        .arg(chart)
+        .output()
+        .unwrap_or_else(|e| panic!("no Python with helm-python-sdk ({e}); run scripts/test"));
+    assert!(
+        out.status.success(),
+        "helm lint {}: {}",
+        chart.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(v["errors"], serde_json::json!([]), "{v}");
+    assert_eq!(v["total_charts_linted"], 1, "{v}");
+}
+
+/// The openssl/curl/jq cosign verifier (shares no code with opship).
+fn openssl_verify(reg: &str, repo_name: &str, reference: &str, public: &Path) -> Run {
+    for tool in ["openssl", "curl", "jq"] {
+        require(tool, tool);
+    }
+    run(Command::new("bash")
+        .arg(repo().join("tests/scripts/verify-cosign.sh"))
+        .args([reg, repo_name, reference])
+        .arg(public))
+}
+
+/// `opship -c bundle/opship.yaml release --version V ARGS...` in `dir` (the temp project).
+fn release(dir: &Path, home: &Path, version: &str, extra: &[&str]) -> Run {
+    run(isolated(home)
+        .current_dir(dir)
+        .args(["-c", "bundle/opship.yaml", "release", "--version", version])
+        .args(extra))
+}
+
+fn release_json(dir: &Path, home: &Path, version: &str, registry: &str) -> serde_json::Value {
+    let r = ok(
+        release(dir, home, version, &["--registry", registry, "-o", "json"]),
+        "opship release",
+    );
+    json(&r.stdout)
+}
+
+fn status_of(summary: &serde_json::Value, id: &str) -> String {
+    summary["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id)
+        .unwrap_or_else(|| panic!("no step {id}: {summary}"))["status"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The JSON objects of an FBC stream (`opship catalog render -o json`).
+fn fbc(text: &str) -> Vec<serde_json::Value> {
+    serde_json::Deserializer::from_str(text)
+        .into_iter::<serde_json::Value>()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Tags of a repository straight from the registry (sorted).
+fn tags(addr: &str, repository: &str) -> Vec<String> {
+    let (status, body) =
+        http_get(addr, &format!("/v2/{repository}/tags/list"), &[]).expect("registry reachable");
+    if status == 404 {
+        return vec![];
+    }
+    let mut t: Vec<String> = json(&body)["tags"]
+        .as_array()
+        .map(|a| a.iter().map(|v| v.as_str().unwrap().to_owned()).collect())
+        .unwrap_or_default();
+    t.sort();
+    t
+}
+
+/// Every manifest of every tag of the release's repositories: what a registry "holds".
+fn registry_content(addr: &str, ns: &str) -> Vec<(String, String, String)> {
+    let accept = "application/vnd.oci.image.manifest.v1+json, \
+                  application/vnd.docker.distribution.manifest.v2+json";
+    let mut out = Vec::new();
+    for r in [
+        "memcached-operator-bundle",
+        "memcached-operator-catalog",
+        "memcached-operator",
+    ] {
+        let repository = format!("{ns}/{r}");
+        for t in tags(addr, &repository) {
+            let (_, body) = http_get(
+                addr,
+                &format!("/v2/{repository}/manifests/{t}"),
+                &[("Accept", accept)],
+            )
+            .unwrap();
+            out.push((repository.clone(), t, body));
+        }
+    }
+    out
+}
+
+#[test]
+fn release_three_versions_to_a_registry_checked_by_other_tools() {
+    let reg = TestRegistry::start(None);
+    let (tmp, _) = sample_copy();
+    let home = tempfile::tempdir().unwrap();
+    let ns = format!("{}/sample", reg.addr);
+    let mut summaries = Vec::new();
+    for v in ["0.1.0", "0.2.0", "0.3.0"] {
+        let s = release_json(tmp.path(), home.path(), v, &ns);
+        for id in [
+            "push-bundle",
+            "sign",
+            "push-catalog:bundle/index",
+            "push-chart",
+        ] {
+            assert_eq!(status_of(&s, id), "ran", "{id} of {v}: {s}");
+        }
+        summaries.push((v, s));
+    }
+    let public = tmp.path().join("bundle/.opship/cosign.pub");
+    let catalog_dir = tmp.path().join("bundle/index");
+    for (v, s) in &summaries {
+        let digest = s["bundle"]["digest"].as_str().unwrap();
+        // skopeo sees the bundle image under its tag with the summary's digest and labels.
+        let bundle_ref = format!("{ns}/memcached-operator-bundle:v{v}");
+        assert_eq!(s["bundle"]["reference"], bundle_ref.as_str());
+        let b = skopeo_inspect(&bundle_ref);
+        assert_eq!(b["Digest"], digest, "{b}");
+        assert_eq!(
+            b["Labels"]["operators.operatorframework.io.bundle.package.v1"],
+            "memcached-operator"
+        );
+        // The catalog image of this release.
+        let cat = &s["catalogs"][0]["image"];
+        let c = skopeo_inspect(cat["reference"].as_str().unwrap());
+        assert_eq!(c["Digest"], cat["digest"], "{c}");
+        assert!(
+            c["Labels"]["operators.operatorframework.io.index.configs.v1"].is_string(),
+            "{c}"
+        );
+        // The signature, checked with openssl against the generated public key.
+        let r = openssl_verify(
+            &reg.addr,
+            "sample/memcached-operator-bundle",
+            &format!("v{v}"),
+            &public,
+        );
+        assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+        // The chart archive lints clean with the Helm engine; the registry has its tag.
+        helm_lint(&tmp.path().join(s["chart"]["archive"].as_str().unwrap()));
+        assert!(
+            tags(&reg.addr, "sample/memcached-operator").contains(&v.to_string()),
+            "chart {v} not pushed"
+        );
+    }
+    // The catalog validates and its bundles are exactly what the pushed images render to.
+    ok(
+        run(isolated(home.path())
+            .args(["catalog", "validate"])
+            .arg(&catalog_dir)),
+        "catalog validate",
+    );
+    let rendered = ok(
+        run(isolated(home.path())
+            .args(["catalog", "render", "-o", "json"])
+            .arg(&catalog_dir)),
+        "catalog render",
+    );
+    let in_catalog: Vec<serde_json::Value> = fbc(&rendered.stdout)
+        .into_iter()
+        .filter(|o| o["schema"] == "olm.bundle")
+        .collect();
+    assert_eq!(in_catalog.len(), 3);
+    for (v, s) in &summaries {
+        let image = format!(
+            "{ns}/memcached-operator-bundle@{}",
+            s["bundle"]["digest"].as_str().unwrap()
+        );
+        let from_image = ok(
+            run(isolated(home.path()).args(["catalog", "render", "-o", "json", &image])),
+            "catalog render of the pushed bundle image",
+        );
+        let expected = fbc(&from_image.stdout)
+            .into_iter()
+            .find(|o| o["schema"] == "olm.bundle")
+            .unwrap();
+        let found = in_catalog
+            .iter()
+            .find(|o| o["image"] == image.as_str())
+            .unwrap_or_else(|| panic!("{v}: no catalog bundle with image {image}"));
+        assert_eq!(found, &expected, "{v}");
+    }
+    // The channel is the upgrade graph of the config: 0.3.0 replaces 0.2.0 and skips below.
+    let text =
+        std::fs::read_to_string(catalog_dir.join("memcached-operator/catalog.yaml")).unwrap();
+    assert!(
+        text.contains("replaces: memcached-operator.v0.2.0"),
+        "{text}"
+    );
+    assert!(text.contains("skipRange: \">=0.1.0 <0.3.0\""), "{text}");
+}
+
+#[test]
+fn the_embedded_default_needs_no_registry_and_no_key() {
+    let (tmp, _) = sample_copy();
+    let home = tempfile::tempdir().unwrap();
+    // The README's main-job command, word for word, on a project that configures no registry
+    // and no key.
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let line = readme
+        .lines()
+        .find_map(|l| l.strip_prefix("cargo run --release -- "))
+        .filter(|l| l.contains(" release "))
+        .expect("README's quickstart runs `opship ... release`");
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        words,
+        ["-c", "bundle/opship.yaml", "release", "--version", "0.3.0"]
+    );
+    let r = ok(
+        run(isolated(home.path()).current_dir(tmp.path()).args(&words)),
+        "opship release (embedded default)",
+    );
+    assert!(
+        r.stdout.contains("released memcached-operator 0.3.0"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr.contains("generated the signing key"),
+        "{}",
+        r.stderr
+    );
+    let b = tmp.path().join("bundle");
+    // A valid OCI layout, as skopeo reads it.
+    let out = skopeo()
+        .arg("inspect")
+        .arg(format!("oci:{}:0.3.0", b.join("dist/oci").display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let inspected = json(&String::from_utf8_lossy(&out.stdout));
+    // The signature in the layout verifies with the generated public key.
+    let key = b.join(".opship/cosign.key");
+    let public = b.join(".opship/cosign.pub");
+    ok(
+        run(isolated(home.path())
+            .args(["verify", "--key"])
+            .arg(&public)
+            .args(["--identity", "quay.io/example/memcached-operator-bundle"])
+            .arg(format!("{}:0.3.0", b.join("dist/oci").display()))),
+        "opship verify of the layout",
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        for f in [&key, &b.join(".opship/cosign.password")] {
+            let mode = std::fs::metadata(f).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{}", f.display());
+        }
+    }
+    // The catalog validates and points at the built image by digest.
+    ok(
+        run(isolated(home.path())
+            .args(["catalog", "validate"])
+            .arg(b.join("index"))),
+        "catalog validate",
+    );
+    let catalog = std::fs::read_to_string(b.join("index/memcached-operator/catalog.yaml")).unwrap();
+    let digest = inspected["Digest"].as_str().unwrap();
+    assert!(
+        catalog.contains(&format!(
+            "quay.io/example/memcached-operator-bundle@{digest}"
+        )),
+        "{catalog}"
+    );
+    // The chart, linted by the Helm engine.
+    helm_lint(&b.join("dist/charts/memcached-operator-0.3.0.tgz"));
+    helm_lint(&b.join("dist/charts/memcached-operator"));
+
+    // Run again: everything is recognised as done, nothing changes, the key is kept.
+    let key_before = std::fs::read(&key).unwrap();
+    let tree = read_tree(tmp.path());
+    let again = ok(
+        release(tmp.path(), home.path(), "0.3.0", &["-o", "json"]),
+        "second release",
+    );
+    let s = json(&again.stdout);
+    assert_eq!(s["filesChanged"], serde_json::json!([]), "{s}");
+    for st in s["steps"].as_array().unwrap() {
+        if !st["id"].as_str().unwrap().starts_with("catalog-validate") {
+            assert_eq!(st["status"], "done", "{st}");
+        }
+    }
+    assert_eq!(std::fs::read(&key).unwrap(), key_before);
+    assert_eq!(read_tree(tmp.path()), tree);
+}
+
+/// A proxy in front of the registry that kills the registry process when a request whose
+/// first line contains `trigger` arrives (that request is never answered), and relays
+/// everything else, one request per connection.
+struct KillingProxy {
+    addr: String,
+    fired: Arc<AtomicBool>,
+}
+
+impl KillingProxy {
+    fn start(upstream: &str, trigger: &str, registry_pid: u32) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let fired = Arc::new(AtomicBool::new(false));
+        let (f, up, trig) = (fired.clone(), upstream.to_owned(), trigger.to_owned());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let (f, up, trig) = (f.clone(), up.clone(), trig.clone());
+                std::thread::spawn(move || relay(stream, &up, &trig, &f, registry_pid));
+            }
+        });
+        KillingProxy { addr, fired }
+    }
+
+    /// From now on, relay everything (the registry runs again).
+    fn disarm(&self) {
+        self.fired.store(true, Ordering::SeqCst);
+    }
+}
+
+fn relay(client: TcpStream, upstream: &str, trigger: &str, fired: &AtomicBool, pid: u32) {
+    let mut reader = BufReader::new(client.try_clone().unwrap());
+    let mut head = Vec::new();
+    let mut first = String::new();
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        if first.is_empty() {
+            first = line.clone();
+        }
+        if line == "\r\n" {
+            break;
+        }
+        let lower = line.to_ascii_lowercase();
+        if let Some(v) = lower.strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap_or(0);
+        }
+        if !lower.starts_with("connection:") {
+            head.extend_from_slice(line.as_bytes());
+        }
+    }
+    if first.contains(trigger) && !fired.swap(true, Ordering::SeqCst) {
+        // The registry dies while this request is in flight.
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        let _ = client.shutdown(Shutdown::Both);
+        return;
+    }
+    let mut body = vec![0u8; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let Ok(mut up) = TcpStream::connect(upstream) else {
+        let _ = client.shutdown(Shutdown::Both);
+        return;
+    };
+    head.extend_from_slice(b"Connection: close\r\n\r\n");
+    head.extend_from_slice(&body);
+    if up.write_all(&head).is_err() {
+        return;
+    }
+    let mut answer = Vec::new();
+    let _ = up.read_to_end(&mut answer);
+    let mut client = client;
+    let _ = client.write_all(&answer);
+    let _ = client.shutdown(Shutdown::Both);
+}
+
+#[test]
+fn a_release_interrupted_by_a_dead_registry_finishes_when_run_again() {
+    let mut reg = TestRegistry::start(None);
+    let (tmp, _) = sample_copy();
+    let home = tempfile::tempdir().unwrap();
+    // 0.1.0 is released normally, straight to the registry.
+    let direct = format!("{}/sample", reg.addr);
+    release_json(tmp.path(), home.path(), "0.1.0", &direct);
+    let catalog_dir = tmp.path().join("bundle/index");
+    let catalog_before = read_tree(&catalog_dir);
+
+    // 0.2.0 goes through a proxy that kills the registry when the signature is written.
+    let proxy = KillingProxy::start(
+        &reg.addr,
+        "PUT /v2/sample/memcached-operator-bundle/manifests/sha256-",
+        reg.pid(),
+    );
+    let via_proxy = format!("{}/sample", proxy.addr);
+    let failed = run(isolated(home.path())
+        .current_dir(tmp.path())
+        .env("OPSHIP_REGISTRY_RETRIES", "1")
+        .env("OPSHIP_REGISTRY_TIMEOUT", "5")
+        .args(["-c", "bundle/opship.yaml", "release", "--version", "0.2.0"])
+        .args(["--registry", &via_proxy]));
+    assert_eq!(failed.code, 2, "{}\n{}", failed.stdout, failed.stderr);
+    assert!(
+        failed.stderr.contains("stopped at step `sign`")
+            && failed.stderr.contains("Run the same release again"),
+        "{}",
+        failed.stderr
+    );
+    assert!(failed.stdout.is_empty(), "{}", failed.stdout);
+    // The failed release did not touch the catalog.
+    assert_eq!(read_tree(&catalog_dir), catalog_before);
+
+    // The registry comes back with its storage; the same command finishes the release.
+    reg.restart();
+    proxy.disarm();
+    let r = ok(
+        release(
+            tmp.path(),
+            home.path(),
+            "0.2.0",
+            &["--registry", &via_proxy, "-o", "json"],
+        ),
+        "re-run of the release",
+    );
+    let s = json(&r.stdout);
+    assert_eq!(status_of(&s, "push-bundle"), "done", "{s}");
+    assert_eq!(status_of(&s, "sign"), "ran", "{s}");
+    assert_eq!(status_of(&s, "catalog-add:bundle/index"), "ran", "{s}");
+
+    // Exactly one set of artefacts: two releases' tags, one signature per image.
+    let digest = s["bundle"]["digest"].as_str().unwrap();
+    let sig_tag = format!("sha256-{}.sig", digest.trim_start_matches("sha256:"));
+    let bundle_tags = tags(&reg.addr, "sample/memcached-operator-bundle");
+    assert_eq!(bundle_tags.len(), 4, "{bundle_tags:?}");
+    assert!(
+        bundle_tags.contains(&"v0.1.0".to_owned()) && bundle_tags.contains(&"v0.2.0".to_owned())
+    );
+    assert!(bundle_tags.contains(&sig_tag), "{bundle_tags:?}");
+    assert_eq!(
+        tags(&reg.addr, "sample/memcached-operator-catalog"),
+        vec!["v0.1.0", "v0.2.0"]
+    );
+    assert_eq!(
+        tags(&reg.addr, "sample/memcached-operator"),
+        vec!["0.1.0", "0.2.0"]
+    );
+    let (_, sig) = http_get(
+        &reg.addr,
+        &format!("/v2/sample/memcached-operator-bundle/manifests/{sig_tag}"),
+        &[("Accept", "application/vnd.oci.image.manifest.v1+json")],
+    )
+    .unwrap();
+    // The summary names the `.sig` manifest the registry holds.
+    assert_eq!(
+        s["signature"]["digest"].as_str().unwrap(),
+        opship_core::image::Digest::of(sig.as_bytes()).as_str()
+    );
+    assert_eq!(json(&sig)["layers"].as_array().unwrap().len(), 1, "{sig}");
+    let public = tmp.path().join("bundle/.opship/cosign.pub");
+    let v = openssl_verify(
+        &reg.addr,
+        "sample/memcached-operator-bundle",
+        "v0.2.0",
+        &public,
+    );
+    assert_eq!(v.code, 0, "{}\n{}", v.stdout, v.stderr);
+    // The catalog holds each release once.
+    let text =
+        std::fs::read_to_string(catalog_dir.join("memcached-operator/catalog.yaml")).unwrap();
+    assert_eq!(text.matches("schema: olm.bundle").count(), 2, "{text}");
+}
+
+#[test]
+fn dry_run_changes_no_file_and_nothing_in_the_registry() {
+    let reg = TestRegistry::start(None);
+    let (tmp, _) = sample_copy();
+    let home = tempfile::tempdir().unwrap();
+    let ns = format!("{}/sample", reg.addr);
+    // On a fresh project: nothing written at all.
+    let fresh = read_tree(tmp.path());
+    let r = ok(
+        release(
+            tmp.path(),
+            home.path(),
+            "0.1.0",
+            &["--registry", &ns, "--dry-run"],
+        ),
+        "dry run on a fresh project",
+    );
+    assert_eq!(read_tree(tmp.path()), fresh);
+    assert!(registry_content(&reg.addr, "sample").is_empty());
+    for expected in [
+        format!("{ns}/memcached-operator-bundle:v0.1.0"),
+        format!("{ns}/memcached-operator-catalog:v0.1.0"),
+        format!("oci://{ns}/memcached-operator:0.1.0"),
+        "bundle/.opship/cosign.key".to_owned(),
+        "bundle/index/memcached-operator".to_owned(),
+        "bundle/dist/charts/memcached-operator-0.1.0.tgz".to_owned(),
+    ] {
+        assert!(
+            r.stdout.contains(&expected),
+            "{expected} not in the plan:\n{}",
+            r.stdout
+        );
+    }
+
+    // After a real release of 0.1.0, a dry run of 0.2.0 lists its steps, changes nothing.
+    release_json(tmp.path(), home.path(), "0.1.0", &ns);
+    let files = read_tree(tmp.path());
+    let content = registry_content(&reg.addr, "sample");
+    assert!(!content.is_empty());
+    let r = ok(
+        release(
+            tmp.path(),
+            home.path(),
+            "0.2.0",
+            &["--registry", &ns, "--dry-run", "-o", "json"],
+        ),
+        "dry run",
+    );
+    let plan = json(&r.stdout);
+    assert_eq!(plan["dryRun"], true);
+    assert_eq!(status_of(&plan, "push-bundle"), "planned", "{plan}");
+    assert_eq!(status_of(&plan, "sign"), "planned", "{plan}");
+    assert!(
+        plan["bundle"]["digest"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+    assert_eq!(read_tree(tmp.path()), files);
+    assert_eq!(registry_content(&reg.addr, "sample"), content);
+
+    // A dry run of the released version finds every step done.
+    let r = ok(
+        release(
+            tmp.path(),
+            home.path(),
+            "0.1.0",
+            &["--registry", &ns, "--dry-run", "-o", "json"],
+        ),
+        "dry run of a released version",
+    );
+    let plan = json(&r.stdout);
+    for id in [
+        "build",
+        "push-bundle",
+        "sign",
+        "catalog-add:bundle/index",
+        "chart-package",
+    ] {
+        assert_eq!(status_of(&plan, id), "done", "{id}: {plan}");
+    }
+    assert_eq!(read_tree(tmp.path()), files);
+    assert_eq!(registry_content(&reg.addr, "sample"), content);
+}
+
+#[test]
+fn a_bundle_with_validation_errors_releases_nothing() {
+    let (tmp, dir) = sample_copy();
+    let home = tempfile::tempdir().unwrap();
+    let base = dir.join("base/memcached-operator.clusterserviceversion.yaml");
+    let text = std::fs::read_to_string(&base).unwrap();
+    assert!(text.contains("minKubeVersion: 1.27.0"));
+    std::fs::write(
+        &base,
+        text.replace("minKubeVersion: 1.27.0", "minKubeVersion: soon"),
+    )
+    .unwrap();
+    let before = read_tree(tmp.path());
+    let r = release(tmp.path(), home.path(), "0.3.0", &[]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("error[CSV009]"), "{}", r.stderr);
+    // Findings name the bundle directory, not the staging copy.
+    assert!(
+        r.stderr
+            .contains("bundle/0.3.0/manifests/memcached-operator.clusterserviceversion.yaml:"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("nothing was released"), "{}", r.stderr);
+    assert_eq!(read_tree(tmp.path()), before);
+}
+
+#[test]
+fn a_misspelt_release_key_is_an_error_with_its_line() {
+    let (tmp, dir) = sample_copy();
+    let home = tempfile::tempdir().unwrap();
+    let config = dir.join("opship.yaml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("signing:\n  key: cosign.key\n  pasword: x\n");
+    std::fs::write(&config, &text).unwrap();
+    let line = text.lines().count();
+    let r = release(tmp.path(), home.path(), "0.3.0", &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!("opship.yaml:{line}:")),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("pasword"), "{}", r.stderr);
+    // A configured key that does not exist is refused before anything is done.
+    text = text.replace("  pasword: x\n", "");
+    std::fs::write(&config, &text).unwrap();
+    let before = read_tree(tmp.path());
+    let r = release(tmp.path(), home.path(), "0.3.0", &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("cosign.key does not exist"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(read_tree(tmp.path()), before);
+}
+
+#[test]
+fn a_release_that_fails_after_the_catalog_step_adds_no_second_entry_on_rerun() {
+    let mut reg = TestRegistry::start(None);
+    let (tmp, _) = sample_copy();
+    let home = tempfile::tempdir().unwrap();
+    let proxy = KillingProxy::start(
+        &reg.addr,
+        "PUT /v2/sample/memcached-operator-catalog/manifests/",
+        reg.pid(),
+    );
+    let ns = format!("{}/sample", proxy.addr);
+    let failed = run(isolated(home.path())
+        .current_dir(tmp.path())
+        .env("OPSHIP_REGISTRY_RETRIES", "1")
+        .env("OPSHIP_REGISTRY_TIMEOUT", "5")
+        .args(["-c", "bundle/opship.yaml", "release", "--version", "0.1.0"])
+        .args(["--registry", &ns]));
+    assert_eq!(failed.code, 2, "{}\n{}", failed.stdout, failed.stderr);
+    assert!(
+        failed
+            .stderr
+            .contains("stopped at step `push-catalog:bundle/index`"),
+        "{}",
+        failed.stderr
+    );
+    // The image was pushed and signed, so the catalog was written.
+    let catalog = tmp
+        .path()
+        .join("bundle/index/memcached-operator/catalog.yaml");
+    let written = std::fs::read_to_string(&catalog).unwrap();
+    assert_eq!(written.matches("schema: olm.bundle").count(), 1);
+
+    reg.restart();
+    proxy.disarm();
+    let s = json(
+        &ok(
+            release(
+                tmp.path(),
+                home.path(),
+                "0.1.0",
+                &["--registry", &ns, "-o", "json"],
+            ),
+            "re-run",
+        )
+        .stdout,
+    );
+    for id in ["push-bundle", "sign", "catalog-add:bundle/index"] {
+        assert_eq!(status_of(&s, id), "done", "{id}: {s}");
+    }
+    assert_eq!(status_of(&s, "push-catalog:bundle/index"), "ran", "{s}");
+    assert_eq!(std::fs::read_to_string(&catalog).unwrap(), written);
+    assert_eq!(
+        tags(&reg.addr, "sample/memcached-operator-catalog"),
+        vec!["v0.1.0"]
+    );
+    let c = skopeo_inspect(&format!(
+        "{}/sample/memcached-operator-catalog:v0.1.0",
+        reg.addr
+    ));
+    assert_eq!(c["Digest"], s["catalogs"][0]["image"]["digest"]);
+}
+
+#[test]
+fn a_catalog_that_does_not_validate_stops_the_release_with_exit_1() {
+    let (tmp, dir) = sample_copy();
+    let home = tempfile::tempdir().unwrap();
+    // Another package in the catalog whose channel names a bundle that is not there.
+    let other = dir.join("index/other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(
+        other.join("catalog.yaml"),
+        "---\nschema: olm.package\nname: other\ndefaultChannel: stable\n---\nschema: \
+         olm.channel\npackage: other\nname: stable\nentries:\n  - name: other.v1.0.0\n",
+    )
+    .unwrap();
+    let r = release(tmp.path(), home.path(), "0.1.0", &[]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("other.v1.0.0"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("does not validate after adding 0.1.0"),
+        "{}",
+        r.stderr
+    );
+    // Fixed, the same command finishes: the entry already added is recognised.
+    std::fs::remove_dir_all(&other).unwrap();
+    let s = json(
+        &ok(
+            release(tmp.path(), home.path(), "0.1.0", &["-o", "json"]),
+            "re-run",
+        )
+        .stdout,
+    );
+    for id in ["build", "sign", "catalog-add:bundle/index"] {
+        assert_eq!(status_of(&s, id), "done", "{id}: {s}");
+    }
+    assert_eq!(status_of(&s, "catalog-build:bundle/index"), "ran", "{s}");
+    let text = std::fs::read_to_string(dir.join("index/memcached-operator/catalog.yaml")).unwrap();
+    assert_eq!(text.matches("schema: olm.bundle").count(), 1, "{text}");
+}
+
+#[test]
+fn each_catalog_target_gets_its_own_render_format_and_image() {
+    let (tmp, dir) = sample_copy();
+    let home = tempfile::tempdir().unwrap();
+    let config = dir.join("opship.yaml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(
+        "catalogs:\n  - name: v4.16\n    dir: catalogs/v4.16\n    ocpVersion: \"4.16\"\n  \
+         - name: v4.17\n    dir: catalogs/v4.17\n    ocpVersion: \"4.17\"\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    let s = json(
+        &ok(
+            release(tmp.path(), home.path(), "0.1.0", &["-o", "json"]),
+            "release",
+        )
+        .stdout,
+    );
+    assert_eq!(s["catalogs"].as_array().unwrap().len(), 2, "{s}");
+    let changed: Vec<&str> = s["filesChanged"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    for (target, property) in [
+        ("v4.16", "olm.bundle.object"),
+        ("v4.17", "olm.csv.metadata"),
+    ] {
+        let file = dir.join(format!("catalogs/{target}/memcached-operator/catalog.yaml"));
+        let fbc_text = std::fs::read_to_string(&file).unwrap();
+        assert!(fbc_text.contains(property), "{target}: {fbc_text}");
+        assert!(
+            changed.contains(
+                &format!("bundle/catalogs/{target}/memcached-operator/catalog.yaml").as_str()
+            ),
+            "{changed:?}"
+        );
+        ok(
+            run(isolated(home.path())
+                .args(["catalog", "validate"])
+                .arg(dir.join("catalogs").join(target))),
+            "catalog validate",
+        );
+        // Its own catalog image in the layout, with the digest the summary gives.
+        let c = s["catalogs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == target)
+            .unwrap();
+        assert_eq!(
+            c["image"]["layout"],
+            format!("bundle/dist/oci:catalog-{target}-0.1.0").as_str()
+        );
+        let out = skopeo()
+            .arg("inspect")
+            .arg(format!(
+                "oci:{}:catalog-{target}-0.1.0",
+                dir.join("dist/oci").display()
+            ))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            json(&String::from_utf8_lossy(&out.stdout))["Digest"],
+            c["image"]["digest"]
+        );
+    }
+    assert!(
+        !dir.join("index").exists(),
+        "no default index/ when targets are configured"
+    );
+}
