@@ -6,12 +6,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use opship_core::image::build::Image;
+use opship_core::image::build::{self, Image, Provenance};
 use opship_core::image::layer::{self, Entry};
 use opship_core::image::layout::Layout;
-use opship_core::image::oci::{
-    self, Descriptor, Format, History, ImageConfig, Manifest, RootFs, RunConfig,
-};
+use opship_core::image::oci::{self, Descriptor, Format};
 
 use crate::error::{Error, Result};
 use crate::render::CONFIGS_LABEL;
@@ -95,54 +93,17 @@ pub fn build_scratch(dir: &Path, opts: &BuildOptions) -> Result<Image> {
     let layer = layer::build(&entries(dir)?, opts.epoch).map_err(image_err)?;
     let mut labels = opts.labels.clone();
     labels.insert(CONFIGS_LABEL.into(), CONFIGS_DIR.into());
-    let created = oci::rfc3339(opts.epoch);
-    let config = ImageConfig {
-        architecture: if opts.architecture.is_empty() {
-            "amd64".into()
-        } else {
-            opts.architecture.clone()
-        },
-        config: RunConfig {
-            labels: labels.clone(),
-        },
-        created: Some(created.clone()),
-        history: vec![History {
-            comment: Some("file-based catalog".into()),
-            created: Some(created.clone()),
-            created_by: Some("opship catalog build".into()),
-        }],
-        os: "linux".into(),
-        rootfs: RootFs {
-            kind: "layers".into(),
-            diff_ids: vec![layer.diff_id.clone()],
-        },
+    let architecture = if opts.architecture.is_empty() {
+        "amd64"
+    } else {
+        opts.architecture.as_str()
     };
-    let config = oci::to_json(&config).map_err(image_err)?;
-    let mut annotations = BTreeMap::new();
-    if opts.format == Format::Oci {
-        annotations.insert(oci::annotation::CREATED.to_owned(), created);
-    }
-    let manifest = Manifest {
-        schema_version: 2,
-        media_type: Some(opts.format.manifest_type().into()),
-        config: Descriptor::of(opts.format.config_type(), &config),
-        layers: vec![Descriptor {
-            media_type: opts.format.layer_type().into(),
-            digest: layer.digest.clone(),
-            size: layer.gzip.len() as u64,
-            annotations: BTreeMap::new(),
-        }],
-        annotations,
+    let from = Provenance {
+        architecture,
+        comment: "file-based catalog",
+        created_by: "opship catalog build",
     };
-    let manifest = oci::to_json(&manifest).map_err(image_err)?;
-    Ok(Image {
-        manifest_descriptor: Descriptor::of(opts.format.manifest_type(), &manifest),
-        manifest,
-        config,
-        layer,
-        labels,
-        format: opts.format,
-    })
+    build::assemble_one_layer(layer, labels, opts.format, opts.epoch, from).map_err(image_err)
 }
 
 /// Builds and writes the image into the OCI layout `layout` under `tag`.

@@ -102,23 +102,52 @@ pub fn build_bundle(dir: &Path, opts: &BuildOptions) -> Result<Image> {
     assemble(layer, labels, opts)
 }
 
-/// Config and manifest around a finished layer.
+/// What the config records about where an image's one layer came from.
+#[derive(Debug, Clone, Copy)]
+pub struct Provenance<'a> {
+    /// `architecture` of the config.
+    pub architecture: &'a str,
+    /// `history[0].comment`.
+    pub comment: &'a str,
+    /// `history[0].created_by`.
+    pub created_by: &'a str,
+}
+
+/// A bundle image's provenance.
+pub const BUNDLE: Provenance<'static> = Provenance {
+    architecture: ARCHITECTURE,
+    comment: "bundle layer",
+    created_by: CREATED_BY,
+};
+
+/// Config and manifest around a finished bundle layer.
 pub fn assemble(
     layer: Layer,
     labels: BTreeMap<String, String>,
     opts: &BuildOptions,
 ) -> Result<Image> {
-    let created = oci::rfc3339(opts.epoch);
+    assemble_one_layer(layer, labels, opts.format, opts.epoch, BUNDLE)
+}
+
+/// Config and manifest around one finished layer (bundle and catalog images alike).
+pub fn assemble_one_layer(
+    layer: Layer,
+    labels: BTreeMap<String, String>,
+    format: Format,
+    epoch: u64,
+    from: Provenance<'_>,
+) -> Result<Image> {
+    let created = oci::rfc3339(epoch);
     let config = ImageConfig {
-        architecture: ARCHITECTURE.into(),
+        architecture: from.architecture.into(),
         config: oci::RunConfig {
             labels: labels.clone(),
         },
         created: Some(created.clone()),
         history: vec![History {
-            comment: Some("bundle layer".into()),
+            comment: Some(from.comment.into()),
             created: Some(created.clone()),
-            created_by: Some(CREATED_BY.into()),
+            created_by: Some(from.created_by.into()),
         }],
         os: OS.into(),
         rootfs: RootFs {
@@ -128,15 +157,15 @@ pub fn assemble(
     };
     let config = oci::to_json(&config)?;
     let mut annotations = BTreeMap::new();
-    if opts.format == Format::Oci {
+    if format == Format::Oci {
         annotations.insert(oci::annotation::CREATED.to_owned(), created);
     }
     let manifest = Manifest {
         schema_version: 2,
-        media_type: Some(opts.format.manifest_type().into()),
-        config: Descriptor::of(opts.format.config_type(), &config),
+        media_type: Some(format.manifest_type().into()),
+        config: Descriptor::of(format.config_type(), &config),
         layers: vec![Descriptor {
-            media_type: opts.format.layer_type().into(),
+            media_type: format.layer_type().into(),
             digest: layer.digest.clone(),
             size: layer.gzip.len() as u64,
             annotations: BTreeMap::new(),
@@ -145,12 +174,12 @@ pub fn assemble(
     };
     let manifest = oci::to_json(&manifest)?;
     Ok(Image {
-        manifest_descriptor: Descriptor::of(opts.format.manifest_type(), &manifest),
+        manifest_descriptor: Descriptor::of(format.manifest_type(), &manifest),
         manifest,
         config,
         layer,
         labels,
-        format: opts.format,
+        format,
     })
 }
 
