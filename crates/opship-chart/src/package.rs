@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 
 use flate2::{Compression, GzBuilder};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::render::Files;
@@ -50,12 +49,7 @@ impl Package {
 
 /// `sha256:<hex>` of `bytes`.
 pub fn sha256(bytes: &[u8]) -> String {
-    let d = Sha256::digest(bytes);
-    let mut s = String::from("sha256:");
-    for b in d {
-        s.push_str(&format!("{b:02x}"));
-    }
-    s
+    opship_core::image::oci::Digest::of(bytes).to_string()
 }
 
 /// The parsed `Chart.yaml` of a chart directory or archive, with name and version checked.
