@@ -1,0 +1,346 @@
+//! Directories opship writes as a whole (a generated bundle, a rendered chart or overlay): which
+//! existing directory it may replace, the atomic exchange of old and new content, and the
+//! leftovers of runs that were killed half-way.
+//!
+//! A directory is replaced only when it is absent, empty, or holds nothing but what opship
+//! generates there; anything else (a project, a file, a symlink, the current directory) is
+//! refused with the reason, so a wrong `--output-dir` never deletes a user's work.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// Files of a generated directory, keyed by path relative to it (`/`-separated).
+pub type Files = BTreeMap<String, Vec<u8>>;
+
+/// What kind of directory is written, which decides what an existing one may hold and still be
+/// replaced without `--force`.
+#[derive(Debug, Clone, Copy)]
+pub struct Target {
+    /// Named in messages ("bundle", "chart").
+    pub what: &'static str,
+    /// Whether a file at this relative path is something opship generates in such a directory.
+    pub generated: fn(&str) -> bool,
+}
+
+/// Replacing existing content that does not look generated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Overwrite {
+    /// Refuse (the default).
+    #[default]
+    Refuse,
+    /// `--force`: replace a directory whatever it holds. Still never the current directory, an
+    /// ancestor of it, or a symlink.
+    Force,
+}
+
+/// The prefix of every temporary sibling opship creates next to `<base>`.
+fn temp_prefix(base: &str) -> String {
+    format!(".{base}.opship-")
+}
+
+/// Whether `name` is a temporary directory or file left next to an output by an opship run
+/// (this version's `.<base>.opship-…` and the older `.<base>.new-…`/`.<base>.old-…`); readers
+/// of directory trees skip these.
+pub fn is_leftover(name: &str) -> bool {
+    name.starts_with('.')
+        && (name.contains(".opship-") || name.contains(".new-") || name.contains(".old-"))
+}
+
+/// Checks that `dir` may be replaced by `files` of kind `target`, without writing anything.
+pub fn check(dir: &Path, files: &Files, target: Target, overwrite: Overwrite) -> Result<()> {
+    let refuse = |why: String| {
+        Error::Input(format!(
+            "{}: {why}; refusing to replace it with the {}",
+            dir.display(),
+            target.what
+        ))
+    };
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(refuse(
+            "is a symlink (opship never writes through one; give the directory it points to)"
+                .into(),
+        ));
+    }
+    if !meta.is_dir() {
+        return match overwrite {
+            Overwrite::Force => Ok(()),
+            Overwrite::Refuse => Err(refuse(
+                "exists and is not a directory (use --force to replace it)".into(),
+            )),
+        };
+    }
+    let real = std::fs::canonicalize(dir).map_err(|e| Error::io(dir, e))?;
+    if let Ok(cwd) = std::env::current_dir().and_then(std::fs::canonicalize)
+        && cwd.starts_with(&real)
+    {
+        return Err(refuse(
+            "is the current directory or one of its parents (write the output into a subdirectory)"
+                .into(),
+        ));
+    }
+    if overwrite == Overwrite::Force {
+        return Ok(());
+    }
+    let mut foreign = Vec::new();
+    walk(dir, dir, &mut |rel, is_dir| {
+        if !is_dir && !files.contains_key(rel) && !(target.generated)(rel) {
+            foreign.push(rel.to_owned());
+        }
+        if is_dir && !(target.generated)(&format!("{rel}/")) {
+            // A directory opship never makes: list it once, not every file under it.
+            foreign.push(format!("{rel}/"));
+            return false;
+        }
+        true
+    })?;
+    if !foreign.is_empty() {
+        let shown: Vec<_> = foreign.iter().take(5).map(String::as_str).collect();
+        return Err(refuse(format!(
+            "holds files opship does not generate ({}{}) (use --force to replace it anyway)",
+            shown.join(", "),
+            if foreign.len() > 5 { ", …" } else { "" }
+        )));
+    }
+    Ok(())
+}
+
+/// Walks `dir`, calling `visit(relative path, is_dir)`; a directory is entered when `visit`
+/// returns true. Symlinks are reported as files and never followed.
+fn walk(root: &Path, dir: &Path, visit: &mut dyn FnMut(&str, bool) -> bool) -> Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .collect::<std::io::Result<_>>()
+        .map_err(|e| Error::io(dir, e))?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let path = e.path();
+        let rel = path
+            .strip_prefix(root)
+            .unwrap_or(&path)
+            .to_string_lossy()
+            .replace('\\', "/");
+        let is_dir = e.file_type().map_err(|err| Error::io(&path, err))?.is_dir();
+        if visit(&rel, is_dir) && is_dir {
+            walk(root, &path, visit)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes `files` as the whole content of `dir` once [`check`] allows it: into a temporary
+/// sibling first, which then takes `dir`'s place in one atomic exchange (Linux
+/// `renameat2(RENAME_EXCHANGE)`; two renames elsewhere). On any error `dir` is as it was; a run
+/// killed at any moment leaves `dir` old or new, and a temporary sibling that the next run
+/// removes.
+pub fn replace_dir(dir: &Path, files: &Files, target: Target, overwrite: Overwrite) -> Result<()> {
+    check(dir, files, target, overwrite)?;
+    for rel in files.keys() {
+        if rel.is_empty()
+            || rel.starts_with('/')
+            || rel
+                .split('/')
+                .any(|c| c.is_empty() || c == "." || c == "..")
+        {
+            return Err(Error::Internal(format!(
+                "generated file name `{rel}` is not relative"
+            )));
+        }
+    }
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).map_err(|e| Error::io(&parent, e))?;
+    let base = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or_else(|| Error::Input(format!("{}: not a directory name", dir.display())))?;
+    // Two opship runs writing next to each other must not remove each other's temporaries.
+    let lock = File::open(&parent).map_err(|e| Error::io(&parent, e))?;
+    lock.lock().map_err(|e| Error::io(&parent, e))?;
+    remove_leftovers(&parent, &base)?;
+
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("{}new-", temp_prefix(&base)))
+        .tempdir_in(&parent)
+        .map_err(|e| Error::io(&parent, e))?;
+    for (rel, bytes) in files {
+        let path = tmp.path().join(rel);
+        if let Some(p) = path.parent() {
+            std::fs::create_dir_all(p).map_err(|e| Error::io(dir.join(rel), e))?;
+        }
+        std::fs::write(&path, bytes).map_err(|e| Error::io(dir.join(rel), e))?;
+    }
+    // tempfile makes the directory 0700; a generated directory is as readable as any other.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| Error::io(tmp.path(), e))?;
+    }
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => exchange(tmp.path(), dir)?,
+        Ok(_) => {
+            // A file, replaced under --force.
+            std::fs::remove_file(dir).map_err(|e| Error::io(dir, e))?;
+            std::fs::rename(tmp.path(), dir).map_err(|e| Error::io(dir, e))?;
+            let _ = tmp.keep();
+        }
+        Err(_) => {
+            std::fs::rename(tmp.path(), dir).map_err(|e| Error::io(dir, e))?;
+            let _ = tmp.keep();
+        }
+    }
+    // After an exchange `tmp` holds the previous content and is removed when dropped.
+    Ok(())
+}
+
+/// Swaps the directories `new` and `dir`.
+fn exchange(new: &Path, dir: &Path) -> Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{CWD, RenameFlags, renameat_with};
+        match renameat_with(CWD, new, CWD, dir, RenameFlags::EXCHANGE) {
+            Ok(()) => return Ok(()),
+            // Filesystems without the exchange (some network and overlay filesystems) fall
+            // back to two renames.
+            Err(e) if e == rustix::io::Errno::INVAL || e == rustix::io::Errno::NOSYS => {}
+            Err(e) => return Err(Error::io(dir, e.into())),
+        }
+    }
+    let aside = new.with_extension("old");
+    std::fs::rename(dir, &aside).map_err(|e| Error::io(dir, e))?;
+    if let Err(e) = std::fs::rename(new, dir) {
+        let _ = std::fs::rename(&aside, dir);
+        return Err(Error::io(dir, e));
+    }
+    std::fs::rename(&aside, new).map_err(|e| Error::io(new, e))
+}
+
+/// Removes temporaries that earlier (killed) runs left next to `<parent>/<base>`.
+fn remove_leftovers(parent: &Path, base: &str) -> Result<()> {
+    let ours = temp_prefix(base);
+    let legacy = [format!(".{base}.new-"), format!(".{base}.old-")];
+    for e in std::fs::read_dir(parent).map_err(|e| Error::io(parent, e))? {
+        let e = e.map_err(|e| Error::io(parent, e))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with(&ours) || legacy.iter().any(|l| name.starts_with(l.as_str())) {
+            let path = e.path();
+            tracing::info!("removing {} left by an interrupted run", path.display());
+            let r = if e.file_type().is_ok_and(|t| t.is_dir()) {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+            r.map_err(|err| Error::io(&path, err))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: Target = Target {
+        what: "bundle",
+        generated: |rel| rel.starts_with("manifests/") || rel == "bundle.Dockerfile",
+    };
+
+    fn files(pairs: &[(&str, &str)]) -> Files {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.as_bytes().to_vec()))
+            .collect()
+    }
+
+    #[test]
+    fn replaces_generated_and_refuses_foreign() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("out");
+        replace_dir(
+            &out,
+            &files(&[("manifests/a.yaml", "a")]),
+            T,
+            Overwrite::Refuse,
+        )
+        .unwrap();
+        replace_dir(
+            &out,
+            &files(&[("manifests/b.yaml", "b")]),
+            T,
+            Overwrite::Refuse,
+        )
+        .unwrap();
+        assert!(!out.join("manifests/a.yaml").exists());
+        assert_eq!(std::fs::read(out.join("manifests/b.yaml")).unwrap(), b"b");
+        std::fs::write(out.join("README.md"), "mine").unwrap();
+        let e = replace_dir(
+            &out,
+            &files(&[("manifests/c.yaml", "c")]),
+            T,
+            Overwrite::Refuse,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("README.md"), "{e}");
+        assert_eq!(std::fs::read(out.join("README.md")).unwrap(), b"mine");
+        replace_dir(
+            &out,
+            &files(&[("manifests/c.yaml", "c")]),
+            T,
+            Overwrite::Force,
+        )
+        .unwrap();
+        assert!(!out.join("README.md").exists());
+        let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporaries left");
+    }
+
+    #[test]
+    fn never_a_file_or_symlink_without_force() {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("file");
+        std::fs::write(&file, "data").unwrap();
+        assert!(replace_dir(&file, &files(&[("manifests/a", "a")]), T, Overwrite::Refuse).is_err());
+        assert_eq!(std::fs::read(&file).unwrap(), b"data");
+        #[cfg(unix)]
+        {
+            let target = d.path().join("real");
+            std::fs::create_dir(&target).unwrap();
+            let link = d.path().join("link");
+            std::os::unix::fs::symlink(&target, &link).unwrap();
+            let e = replace_dir(&link, &files(&[("manifests/a", "a")]), T, Overwrite::Force)
+                .unwrap_err();
+            assert!(e.to_string().contains("symlink"), "{e}");
+        }
+    }
+
+    #[test]
+    fn leftovers_are_removed() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join(".out.opship-new-x/manifests")).unwrap();
+        std::fs::create_dir_all(d.path().join(".out.new-y")).unwrap();
+        replace_dir(
+            &d.path().join("out"),
+            &files(&[("manifests/a", "a")]),
+            T,
+            Overwrite::Refuse,
+        )
+        .unwrap();
+        let names: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, ["out"]);
+        assert!(is_leftover(".out.opship-new-x") && is_leftover(".opship-abc"));
+        assert!(!is_leftover("catalog.yaml"));
+    }
+}
