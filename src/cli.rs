@@ -530,6 +530,10 @@ pub struct BundleArgs {
     /// Write nothing; exit 1 and print a diff if the bundle on disk is out of date.
     #[arg(long)]
     pub check: bool,
+    /// Replace the output directory even when it holds files a bundle does not have (never the
+    /// current directory, an ancestor of it, or a symlink).
+    #[arg(long)]
+    pub force: bool,
     /// Pin every image given by tag to its digest (`repo@sha256:…`), asking the registries
     /// (default: `useImageDigests` from the config). Multi-arch images keep the index digest.
     #[arg(long)]
@@ -767,7 +771,7 @@ pub enum CatalogCommand {
     Render(CatalogRenderArgs),
     /// Check a catalog directory with opm's rules (and lints opm lacks).
     #[command(
-        after_help = "Exit 0 when opm would accept the catalog, 1 when not.\n\nExamples:\n  opship catalog validate index\n  opship catalog validate index -o json"
+        after_help = "Exit 0 when opm would accept the catalog, 1 when not (a file that does not parse included), 2 when it cannot be read at all.\n\nExamples:\n  opship catalog validate index\n  opship catalog validate index -o json"
     )]
     Validate(CatalogValidateArgs),
     /// Add a bundle as the new head of channels of its package in a catalog directory.

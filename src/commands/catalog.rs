@@ -171,8 +171,7 @@ fn render(args: &CatalogRenderArgs) -> Result<ExitStatus, CmdError> {
 }
 
 fn validate(args: &CatalogValidateArgs) -> Result<ExitStatus, CmdError> {
-    let cat = opship_catalog::load::load_dir(&args.dir)?;
-    let report = validate::validate(&cat);
+    let report = validate::validate_dir(&args.dir)?;
     match args.output {
         CatalogReport::Json => {
             let mut text = serde_json::to_string_pretty(&report.to_json())?;
@@ -391,12 +390,12 @@ fn graph(args: &CatalogGraphArgs) -> Result<ExitStatus, CmdError> {
 }
 
 fn template(args: &CatalogTemplateArgs) -> Result<ExitStatus, CmdError> {
+    use opship_core::input::{self, Kind};
     let text = if args.file == Path::new("-") {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
-        s
+        String::from_utf8(input::read_stdin(Kind::Template)?)
+            .map_err(|_| "standard input: the template is not UTF-8 text")?
     } else {
-        std::fs::read_to_string(&args.file).map_err(|e| format!("{}: {e}", args.file.display()))?
+        input::read_string(&args.file, Kind::Template)?
     };
     let format = csv_format(args.csv_format, args.ocp_version.as_deref())?;
     let renderer = |image: &str| -> opship_catalog::Result<opship_catalog::model::Bundle> {

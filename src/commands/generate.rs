@@ -146,6 +146,18 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
         super::digests::pin_bundles(&mut bundles, args.insecure)?;
     }
 
+    let overwrite = if args.force {
+        opship_core::output::Overwrite::Force
+    } else {
+        opship_core::output::Overwrite::Refuse
+    };
+    // Every output is checked before the first is written.
+    for (_, out_dir, generated) in &bundles {
+        bundle::check_size(&generated.files)?;
+        if !args.check {
+            opship_core::output::check(out_dir, &generated.files, bundle::TARGET, overwrite)?;
+        }
+    }
     let mut drifted = false;
     for (version, out_dir, generated) in &bundles {
         if args.check {
@@ -157,7 +169,7 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
                 print_drift(out_dir, &d)?;
             }
         } else {
-            bundle::write_atomic(&generated.files, out_dir)?;
+            bundle::write_dir(&generated.files, out_dir, overwrite)?;
             println!(
                 "wrote {} {} ({} files) to {}",
                 package,

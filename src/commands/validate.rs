@@ -129,7 +129,7 @@ fn options(args: &ValidateBundleArgs) -> Result<Options, CmdError> {
         opts.k8s_version = Some(parse_k8s_version(v)?);
     }
     if let Some(path) = &args.categories {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = opship_core::input::read_string(path, opship_core::input::Kind::Config)?;
         let doc: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
         let list = doc["categories"]

@@ -143,10 +143,34 @@ fn commit(cat: &Catalog, file: &Path, format: Format) -> Result<()> {
         )));
     }
     let text = write::to_string(cat, format)?;
-    // 0644: a catalog copied into an image (`ADD index /configs`) must be readable by the
-    // non-root user opm serves as; a temporary file would otherwise keep 0600.
-    opship_core::fsutil::write_atomic_with_mode(file, text.as_bytes(), 0o644)?;
+    // 0644 for a new file: a catalog copied into an image (`ADD index /configs`) must be
+    // readable by the non-root user opm serves as; a temporary file would otherwise keep 0600.
+    // An existing file keeps its mode, and a read-only one is the user's "do not change".
+    let mode = existing_mode(file)?.unwrap_or(0o644);
+    opship_core::fsutil::write_atomic_with_mode(file, text.as_bytes(), mode)?;
     Ok(())
+}
+
+/// The permission bits of an existing catalog file; an error when it is read-only.
+fn existing_mode(file: &Path) -> Result<Option<u32>> {
+    let meta = match std::fs::metadata(file) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(file, e)),
+    };
+    if meta.permissions().readonly() {
+        return Err(Error::Usage(format!(
+            "{} is read-only; nothing written (make it writable to change the catalog)",
+            file.display()
+        )));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        Ok(Some(meta.permissions().mode() & 0o7777))
+    }
+    #[cfg(not(unix))]
+    Ok(Some(0o644))
 }
 
 /// Adds a rendered bundle to `index/<package>/`.
@@ -161,6 +185,19 @@ pub fn add(index: &Path, bundle: Bundle, opts: &AddOptions) -> Result<AddOutcome
         return Err(Error::Usage(
             "name at least one channel (--channel stable,fast)".into(),
         ));
+    }
+    // The package becomes a directory name: checked before anything is created, so a bundle
+    // naming `../../x` cannot make a directory outside the index.
+    if let Some(p) = opship_core::naming::path_component_problem(&bundle.package) {
+        return Err(Error::Usage(format!(
+            "bundle {}: package name {p}; it cannot be a directory of the catalog",
+            opship_core::naming::excerpt(&bundle.name)
+        )));
+    }
+    if let Some(p) = opship_core::naming::csv_name_problem(&bundle.name) {
+        return Err(Error::Usage(format!(
+            "bundle name {p}; OLM refuses such a CSV name (rule CSV001)"
+        )));
     }
     let dir = index.join(&bundle.package);
     let _lock = lock_dir(&dir)?;
@@ -412,6 +449,9 @@ pub fn deprecate(index: &Path, package: &str, target: Target, message: &str) -> 
         return Err(Error::Usage(
             "a deprecation needs a message (--message)".into(),
         ));
+    }
+    if let Some(p) = opship_core::naming::path_component_problem(package) {
+        return Err(Error::Usage(format!("package name {p}")));
     }
     let dir = index.join(package);
     if !dir.is_dir() {

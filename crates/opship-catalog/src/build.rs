@@ -36,7 +36,7 @@ fn image_err(e: impl std::fmt::Display) -> Error {
 
 /// The layer entries: `configs/` and every file of the catalog directory below it.
 fn entries(dir: &Path) -> Result<Vec<Entry>> {
-    fn walk(dir: &Path, rel: &str, out: &mut Vec<Entry>) -> Result<()> {
+    fn walk(root: &Path, dir: &Path, rel: &str, out: &mut Vec<Entry>) -> Result<()> {
         for e in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
             let e = e.map_err(|e| Error::io(dir, e))?;
             let path = e.path();
@@ -45,17 +45,29 @@ fn entries(dir: &Path) -> Result<Vec<Entry>> {
                 Error::Image(format!("{}: file name is not UTF-8", path.display()))
             })?;
             // A temporary file of an interrupted `catalog add` is not catalog content.
-            if name.starts_with(".opship-") {
+            if opship_core::output::is_leftover(name) {
                 continue;
             }
             let child = format!("{rel}/{name}");
-            let ft = std::fs::symlink_metadata(&path).map_err(|e| Error::io(&path, e))?;
+            let mut ft = std::fs::symlink_metadata(&path).map_err(|e| Error::io(&path, e))?;
+            if ft.file_type().is_symlink() {
+                // As the loader: a link within the catalog is its target's content, one that
+                // leads out of it is refused.
+                opship_core::input::check_in_tree(root, &path)?;
+                ft = std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?;
+                if ft.is_dir() {
+                    return Err(Error::Usage(format!(
+                        "{}: a symbolic link to a directory; catalogs are read without following those",
+                        path.display()
+                    )));
+                }
+            }
             if ft.is_dir() {
                 out.push(Entry {
                     path: child.clone(),
                     source: None,
                 });
-                walk(&path, &child, out)?;
+                walk(root, &path, &child, out)?;
             } else if ft.is_file() {
                 out.push(Entry {
                     path: child,
@@ -74,7 +86,7 @@ fn entries(dir: &Path) -> Result<Vec<Entry>> {
         path: "configs".into(),
         source: None,
     }];
-    walk(dir, "configs", &mut out)?;
+    walk(dir, dir, "configs", &mut out)?;
     out.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
     Ok(out)
 }

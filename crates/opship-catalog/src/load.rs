@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use opship_core::input::{self, Kind};
 use opship_core::yaml::{Origin, Pos};
 use rayon::prelude::*;
 use regex::Regex;
@@ -56,7 +57,7 @@ fn walk(
     entries.sort_by_key(|e| e.file_name());
     let pushed = if entries.iter().any(|e| e.file_name() == INDEX_IGNORE) {
         let path = dir.join(INDEX_IGNORE);
-        let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        let text = input::read_string_in_tree(root, &path, Kind::Config)?;
         ignores.push(IgnoreFile::parse(
             dir.strip_prefix(root).unwrap_or(dir),
             &text,
@@ -67,11 +68,21 @@ fn walk(
     };
     for e in entries {
         let path = e.path();
+        // A killed `opship catalog add` leaves its temporary copy of the package's file; it is
+        // not catalog content (the next `add` removes it).
+        if opship_core::output::is_leftover(&e.file_name().to_string_lossy()) {
+            tracing::debug!("skipping {}, left by an interrupted run", path.display());
+            continue;
+        }
         let rel = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
         let link = std::fs::symlink_metadata(&path)
             .map_err(|err| Error::io(&path, err))?
             .file_type()
             .is_symlink();
+        if link {
+            // Never read (or quote back) a file outside the catalog through a link.
+            input::check_in_tree(root, &path)?;
+        }
         let ft = std::fs::metadata(&path).map_err(|err| Error::io(&path, err))?;
         if ft.is_dir() && link {
             // opm's fs.WalkDir does not descend into linked directories either; following
@@ -87,6 +98,8 @@ fn walk(
             }
             walk(root, &path, ignores, out)?;
         } else if e.file_name() != INDEX_IGNORE && !ignored(ignores, &rel, false) {
+            // A FIFO would block the reader for ever, a device never end.
+            input::check(&path, Kind::Catalog)?;
             out.push(path);
         }
     }
@@ -228,7 +241,7 @@ fn glob_regex(pat: &str) -> String {
 
 /// Loads one catalog file (a YAML or JSON stream).
 pub fn load_file(path: &Path) -> Result<Catalog> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let bytes = input::read(path, Kind::Catalog)?;
     let text = String::from_utf8(bytes).map_err(|e| {
         Error::parse(
             path.display().to_string(),

@@ -56,9 +56,33 @@ rules! {
     BUNDLE_CHANNEL = "FBC013", Error, "every bundle is in a channel and every channel entry has a bundle";
     DEPRECATIONS = "FBC014", Error, "olm.deprecations: known package, one per package, valid unique references, message set";
     BUNDLE_IMAGE = "FBC015", Error, "bundle image is set";
+    PARSE = "FBC016", Error, "every catalog file is a YAML or JSON stream of valid blobs";
     SKIP_RANGE_BOUND = "FBL001", Warning, "skipRange's upper bound is not above the bundle's own version";
     SKIPPED_EDGES = "FBL002", Warning, "OLM v0 ignores the edges of skipped bundles: a replaces edge only a skipped bundle provides strands its target";
     OLM_V1 = "FBL003", Warning, "bundle is installable by OLM v1 (no required GVKs/packages/constraints, AllNamespaces supported)";
+}
+
+/// Loads and validates the catalog directory `root`. A file that does not parse is a finding
+/// (FBC016, opm refuses such a catalog too), not an error; only a catalog that cannot be read
+/// at all (no directory, a FIFO or an escaping link in it) is an `Err`.
+pub fn validate_dir(root: &std::path::Path) -> crate::Result<Report> {
+    match crate::load::load_dir(root) {
+        Ok(cat) => Ok(validate(&cat)),
+        Err(crate::Error::Parse { location, message }) => Ok(Report {
+            findings: vec![Finding {
+                id: PARSE.id,
+                level: PARSE.level,
+                package: String::new(),
+                path: Vec::new(),
+                message: if location.is_empty() {
+                    message
+                } else {
+                    format!("{location}: {message}")
+                },
+            }],
+        }),
+        Err(e) => Err(e),
+    }
 }
 
 /// One problem.

@@ -219,7 +219,7 @@ pub struct Project {
 impl Project {
     /// Reads and checks `opship.yaml`.
     pub fn load(path: &Path) -> Result<Project> {
-        let text = yaml::read_text(path)?;
+        let text = yaml::read_text_of(path, crate::input::Kind::Config)?;
         let config: Config = yaml::parse_typed(&text, path)?;
         if config.package.is_empty() {
             return Err(Error::invalid(

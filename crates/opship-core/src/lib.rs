@@ -9,6 +9,7 @@ pub mod fsutil;
 pub mod image;
 pub mod input;
 pub mod manifest;
+pub mod naming;
 pub mod output;
 pub mod semver_range;
 pub mod yaml;

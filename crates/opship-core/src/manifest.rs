@@ -2,7 +2,6 @@
 //! `metadata.name`, plus where it came from. Loading from a kustomize stream, a file, stdin or a
 //! directory tree all end here.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -180,17 +179,16 @@ impl Source {
 pub fn load(source: &Source) -> Result<Vec<Object>> {
     match source {
         Source::Stdin => {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|e| Error::io("<stdin>", e))?;
+            let bytes = crate::input::read_stdin(crate::input::Kind::Manifest)?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| Error::Input("<stdin>: the manifests are not UTF-8 text".into()))?;
             parse_objects(&text, Path::new("<stdin>"))
         }
         Source::Path(p) => {
             let meta = std::fs::metadata(p).map_err(|e| Error::io(p, e))?;
             if meta.is_dir() {
                 let mut files = Vec::new();
-                walk(p, &mut files)?;
+                walk(p, p, &mut files)?;
                 files.sort();
                 let mut out = Vec::new();
                 for f in files {
@@ -206,7 +204,10 @@ pub fn load(source: &Source) -> Result<Vec<Object>> {
     }
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+/// The manifest files under `dir` (a tree rooted at `root`): regular files, or links to regular
+/// files inside the tree; a FIFO, a device or a link out of the tree is an error, not a hang or
+/// a read of something else.
+fn walk(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
     for entry in entries {
         let entry = entry.map_err(|e| Error::io(dir, e))?;
@@ -216,15 +217,28 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
         if name.starts_with('.') {
             continue;
         }
-        let ft = entry.file_type().map_err(|e| Error::io(&path, e))?;
+        let mut ft = entry.file_type().map_err(|e| Error::io(&path, e))?;
+        if ft.is_symlink() {
+            crate::input::check_in_tree(root, &path)?;
+            ft = std::fs::metadata(&path)
+                .map_err(|e| Error::io(&path, e))?
+                .file_type();
+            if ft.is_dir() {
+                return Err(Error::Input(format!(
+                    "{}: a symbolic link to a directory; manifests are read without following those",
+                    path.display()
+                )));
+            }
+        }
         if ft.is_dir() {
-            walk(&path, out)?;
+            walk(root, &path, out)?;
         } else if matches!(
             name.as_ref(),
             "kustomization.yaml" | "kustomization.yml" | "Kustomization"
         ) {
             continue;
         } else if name.ends_with(".yaml") || name.ends_with(".yml") || name.ends_with(".json") {
+            crate::input::check(&path, crate::input::Kind::Manifest)?;
             out.push(path);
         }
     }

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -490,12 +490,15 @@ pub fn read_stream(path: &Path) -> Result<Vec<Document>> {
     parse_stream(&text, path)
 }
 
-/// Reads a file as UTF-8 text, with the path in the error.
+/// Reads a manifest file as UTF-8 text, with the path in the error (a regular file within
+/// the manifest budget of [`crate::input`]).
 pub fn read_text(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
-        path: PathBuf::from(path),
-        source,
-    })?;
+    read_text_of(path, crate::input::Kind::Manifest)
+}
+
+/// [`read_text`] for a file of another kind (its own size budget).
+pub fn read_text_of(path: &Path, kind: crate::input::Kind) -> Result<String> {
+    let bytes = crate::input::read(path, kind)?;
     String::from_utf8(bytes).map_err(|e| Error::Yaml {
         origin: Origin::file(path),
         message: format!(

@@ -33,8 +33,8 @@ rule!(
     Some("CSVFileNotValid"),
     "spec.replaces names a valid CSV",
     "spec.replaces is the metadata.name of the CSV this one upgrades, so it must pass the same \
-     check as a CSV name (DNS-1123 subdomain, at most 63 characters). A typo here breaks the \
-     upgrade graph of the channel."
+     check as a CSV name (DNS-1123 subdomain, at most 63 characters), and it cannot be this \
+     CSV's own name. A typo here breaks the upgrade graph of the channel."
 );
 rule!(
     Csv,
@@ -203,10 +203,22 @@ rule!(
      `1` or `2.hotfix`. The CSV CRD enforces this with a CEL rule on the cluster."
 );
 
+rule!(
+    Csv,
+    CSV020,
+    Error,
+    None,
+    "olm.skipRange is a semver range",
+    "The `olm.skipRange` annotation is a blang/semver range such as `>=1.0.0 <1.3.0`. OLM and \
+     opm parse it when they build the upgrade graph; a value they cannot parse breaks the \
+     catalog the bundle is added to. `opship generate bundle --skip-range` refuses the same \
+     values."
+);
+
 /// The rules of this suite.
 pub const RULES: &[&Rule] = &[
     &CSV001, &CSV002, &CSV003, &CSV004, &CSV005, &CSV006, &CSV007, &CSV008, &CSV009, &CSV010,
-    &CSV011, &CSV012, &CSV013, &CSV014, &CSV015, &CSV016, &CSV017, &CSV018, &CSV019,
+    &CSV011, &CSV012, &CSV013, &CSV014, &CSV015, &CSV016, &CSV017, &CSV018, &CSV019, &CSV020,
 ];
 
 /// Annotation keys OLM reads case-sensitively.
@@ -266,7 +278,7 @@ impl<'a> Ctx<'a> {
         self.release();
     }
 
-    /// CSV001, CSV002.
+    /// CSV001, CSV002, CSV020.
     fn names(&mut self) {
         let raw = &self.v()["metadata"]["name"];
         let name = raw.as_str().unwrap_or_default().to_owned();
@@ -277,10 +289,18 @@ impl<'a> Ctx<'a> {
             self.push(&CSV001, "/metadata/name", format!("metadata.name {p}"));
         }
         if let Some(replaces) = self.v()["spec"]["replaces"].as_str()
-            && !replaces.is_empty()
-            && let Some(p) = csv_name_problem(replaces)
+            && let Some(p) = opship_core::naming::replaces_problem(&name, replaces)
         {
             self.push(&CSV002, "/spec/replaces", format!("spec.replaces {p}"));
+        }
+        if let Some(range) = self.v()["metadata"]["annotations"]["olm.skipRange"].as_str()
+            && let Some(p) = opship_core::naming::skip_range_problem(range)
+        {
+            self.push(
+                &CSV020,
+                "/metadata/annotations/olm.skipRange",
+                format!("olm.skipRange {p}"),
+            );
         }
     }
 
@@ -890,21 +910,7 @@ fn split_group_version(s: &str) -> Option<(&str, &str)> {
 
 /// Why `name` cannot be a CSV name (Kubernetes `IsDNS1123Subdomain` and `IsValidLabelValue`).
 pub(crate) fn csv_name_problem(name: &str) -> Option<String> {
-    let mut why = Vec::new();
-    if name.is_empty() {
-        return Some("is empty".into());
-    }
-    let dns_ok = crate::format::dns1123_subdomain_problem(name).is_none();
-    if !dns_ok {
-        why.push(
-            "is not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', starting and \
-             ending with a letter or digit)",
-        );
-    }
-    if name.len() > 63 {
-        why.push("is longer than 63 characters (it is used as a label value)");
-    }
-    (!why.is_empty()).then(|| format!("`{name}` {}", why.join(" and ")))
+    opship_core::naming::csv_name_problem(name)
 }
 
 /// blang/semver's `ParseTolerant`, as the reference decodes `spec.version`: surrounding

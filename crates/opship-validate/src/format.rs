@@ -374,26 +374,7 @@ fn objects(b: &Bundle, out: &mut Vec<Finding>) {
 
 /// Why `name` is not a DNS-1123 subdomain (what Kubernetes requires of most object names).
 pub fn dns1123_subdomain_problem(name: &str) -> Option<String> {
-    if name.is_empty() {
-        return Some("metadata.name is empty".into());
-    }
-    if name.len() > 253 {
-        return Some(format!("name `{name}` is longer than 253 characters"));
-    }
-    let ok = name.split('.').all(|label| {
-        !label.is_empty()
-            && label
-                .bytes()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
-            && !label.starts_with('-')
-            && !label.ends_with('-')
-    });
-    (!ok).then(|| {
-        format!(
-            "name `{name}` is not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', \
-             starting and ending with a letter or digit)"
-        )
-    })
+    opship_core::naming::dns1123_subdomain_problem(name)
 }
 
 fn path_segment_problem(name: &str) -> Option<String> {

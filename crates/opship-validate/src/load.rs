@@ -24,10 +24,10 @@ enum Parsed {
 /// Raw input files are capped so that a hostile bundle cannot make validation read gigabytes.
 /// Real bundles stay far below (the largest corpus file is about 6 MiB).
 pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
-/// At most this many files are read from a bundle.
-pub const MAX_FILES: usize = 10_000;
+/// At most this many files are read from a bundle (generation refuses to write more).
+pub const MAX_FILES: usize = opship_core::bundle::MAX_FILES;
 /// At most this many bytes are read from a bundle in all: files past it are reported unread.
-pub const MAX_TOTAL_BYTES: u64 = 256 * 1024 * 1024;
+pub const MAX_TOTAL_BYTES: u64 = opship_core::bundle::MAX_TOTAL_BYTES;
 
 /// `metadata/annotations.yaml`: where it is and what it says.
 #[derive(Debug, Clone)]

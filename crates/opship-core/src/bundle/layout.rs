@@ -50,6 +50,49 @@ pub(crate) fn check_name(o: &Object) -> Result<()> {
 /// Files of a generated bundle, keyed by path relative to the bundle directory.
 pub type Files = BTreeMap<String, Vec<u8>>;
 
+/// The most files a bundle may hold; `opship validate` refuses to read more (and OLM's
+/// unpacker would choke on them long before).
+pub const MAX_FILES: usize = 10_000;
+/// The most bytes all files of a bundle may hold together (the validator reads no more).
+pub const MAX_TOTAL_BYTES: u64 = 256 * 1024 * 1024;
+
+/// What a bundle directory holds when opship (or operator-sdk) generated it: an existing
+/// directory with anything else is not replaced without `--force`.
+pub const TARGET: crate::output::Target = crate::output::Target {
+    what: "bundle",
+    generated: |rel| {
+        rel == "bundle.Dockerfile"
+            || ["manifests/", "metadata/", "tests/"]
+                .iter()
+                .any(|d| rel.starts_with(d))
+    },
+};
+
+/// Writes a generated bundle as the whole content of `dir`, atomically (see
+/// [`crate::output::replace_dir`]), after checking it stays within what the validator reads.
+pub fn write_dir(files: &Files, dir: &Path, overwrite: crate::output::Overwrite) -> Result<()> {
+    check_size(files)?;
+    crate::output::replace_dir(dir, files, TARGET, overwrite)
+}
+
+/// Refuses a bundle larger than [`MAX_FILES`] files or [`MAX_TOTAL_BYTES`] bytes: written, it
+/// would be one that `opship validate` (and OLM) refuse.
+pub fn check_size(files: &Files) -> Result<()> {
+    if files.len() > MAX_FILES {
+        return Err(Error::Input(format!(
+            "the bundle would hold {} files, more than the {MAX_FILES} a bundle may have; nothing written (are the inputs right?)",
+            files.len()
+        )));
+    }
+    let total: u64 = files.values().map(|b| b.len() as u64).sum();
+    if total > MAX_TOTAL_BYTES {
+        return Err(Error::Input(format!(
+            "the bundle's files would hold {total} bytes, more than the {MAX_TOTAL_BYTES} a bundle may have; nothing written"
+        )));
+    }
+    Ok(())
+}
+
 /// Writes `files` as the whole content of `dir`: into a temporary sibling directory first,
 /// which then replaces `dir` by rename. If anything fails, `dir` is left as it was. Files in
 /// `dir` that the new bundle lacks (renamed or removed objects) are gone afterwards.

@@ -21,7 +21,9 @@ use crate::manifest::Object;
 use crate::yaml;
 
 pub use collect::ALLOWED_KINDS;
-pub use layout::{Drift, Files, drift, write_atomic};
+pub use layout::{
+    Drift, Files, MAX_FILES, MAX_TOTAL_BYTES, TARGET, check_size, drift, write_atomic, write_dir,
+};
 pub use metadata::Metadata;
 
 /// Everything about the release that is not in the manifests.
@@ -120,6 +122,33 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
         return Err(Error::Input(format!(
             "channel name `{bad}` is empty or has a comma"
         )));
+    }
+    // The checks `opship validate` applies (CSV001, CSV002, CSV020), so generation never
+    // writes a bundle its own validator refuses.
+    let name = format!("{}.v{}", opts.package, opts.version);
+    if let Some(p) = crate::naming::csv_name_problem(&name) {
+        return Err(Error::Input(format!(
+            "version {} gives the CSV name {p}; OLM refuses it (rule CSV001){}",
+            opts.version,
+            if opts.version.build.is_empty() {
+                ""
+            } else {
+                ": build metadata (`+…`) cannot be part of a CSV name"
+            }
+        )));
+    }
+    if let Some(r) = &opts.replaces
+        && let Some(p) = crate::naming::replaces_problem(&name, &csv_name(&opts.package, r))
+    {
+        return Err(Error::Input(format!(
+            "--replaces {}: {p} (rule CSV002)",
+            crate::naming::excerpt(r)
+        )));
+    }
+    if let Some(r) = &opts.skip_range
+        && let Some(p) = crate::naming::skip_range_problem(r)
+    {
+        return Err(Error::Input(format!("--skip-range {p} (rule CSV020)")));
     }
     let mut warnings = Vec::new();
     if let Some(d) = &opts.default_channel
