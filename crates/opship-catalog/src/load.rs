@@ -310,7 +310,11 @@ fn raw_blobs(text: &str, path: &Path) -> Result<Vec<(Value, Origin, bool)>> {
         }
         Ok(out)
     } else {
-        let docs = opship_core::yaml::parse_stream(text, path)?;
+        let docs = opship_core::yaml::parse_stream(text, path).map_err(|e| match e {
+            // A syntax error is the file's content, which `catalog validate` reports as such.
+            opship_core::Error::Yaml { origin, message } => Error::parse(origin.to_string(), message),
+            other => other.into(),
+        })?;
         Ok(docs
             .into_iter()
             .map(|d| {

@@ -34,6 +34,14 @@ fn write(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
     let mut tmp = builder
         .tempfile_in(parent)
         .map_err(|e| Error::io(path, e))?;
+    // The mode given at creation is narrowed by the umask; the caller asked for exactly this.
+    #[cfg(unix)]
+    if let Some(mode) = mode {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(|e| Error::io(path, e))?;
+    }
     tmp.write_all(bytes).map_err(|e| Error::io(path, e))?;
     tmp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
     tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
