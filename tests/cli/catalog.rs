@@ -431,9 +431,11 @@ fn bad_input_is_an_error_naming_the_file() {
         "schema: olm.package\nname: [unclosed\n",
     )
     .unwrap();
+    // A file that does not parse is a failed validation (opm exits 1 on it too), reported
+    // with the file and line like every other finding.
     let r = run(opship().args(["catalog", "validate", tmp.path().to_str().unwrap()]));
-    assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("broken.yaml:"), "{}", r.stderr);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stdout.contains("broken.yaml:2:"), "{}", r.stdout);
     for missing in ["/nonexistent/dir", "nonexistent", "/etc/hostname"] {
         let r = run(opship().args(["catalog", "render", missing]));
         assert_eq!(r.code, 2);

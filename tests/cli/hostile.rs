@@ -84,7 +84,11 @@ fn generate_never_replaces_what_is_not_a_bundle() {
     expect_error(&generate_into(&dir, &link, &["--force"]), &["symlink"]);
     assert_eq!(read_tree(&project).len(), 2, "symlink target untouched");
     // The current directory and its parents, even with --force.
-    for out in [dir.clone(), PathBuf::from("."), dir.parent().unwrap().to_path_buf()] {
+    for out in [
+        dir.clone(),
+        PathBuf::from("."),
+        dir.parent().unwrap().to_path_buf(),
+    ] {
         let r = generate_into(&dir, &out, &["--force"]);
         expect_error(&r, &["current directory"]);
     }
@@ -111,7 +115,11 @@ fn generate_removes_the_leftovers_of_a_killed_run() {
         std::fs::create_dir_all(dir.join(stale).join("manifests")).unwrap();
     }
     assert_eq!(generate_into(&dir, &out, &[]).code, 0);
-    assert!(crate::hidden_entries(&dir).is_empty(), "{:?}", crate::hidden_entries(&dir));
+    assert!(
+        crate::hidden_entries(&dir).is_empty(),
+        "{:?}",
+        crate::hidden_entries(&dir)
+    );
 }
 
 #[test]
@@ -126,8 +134,14 @@ fn generate_refuses_versions_and_ranges_the_validator_refuses() {
             .arg(&out)
             .args(extra))
     };
-    expect_error(&gen_(&[], "1.0.0+meta"), &["memcached-operator.v1.0.0+meta", "CSV001"]);
-    expect_error(&gen_(&["--replaces", "1.0.0"], "1.0.0"), &["itself", "CSV002"]);
+    expect_error(
+        &gen_(&[], "1.0.0+meta"),
+        &["memcached-operator.v1.0.0+meta", "CSV001"],
+    );
+    expect_error(
+        &gen_(&["--replaces", "1.0.0"], "1.0.0"),
+        &["itself", "CSV002"],
+    );
     expect_error(
         &gen_(&["--skip-range", "garbage"], "1.0.0"),
         &["garbage", "semver range", "CSV020"],
@@ -135,20 +149,30 @@ fn generate_refuses_versions_and_ranges_the_validator_refuses() {
     assert!(!out.exists());
     // The validator reports the same bundles with the same rules.
     let bundle = dir.join("b");
-    let r = gen_(&["--replaces", "0.2.0", "--skip-range", ">=0.1.0 <0.3.0"], "0.3.0");
+    let r = gen_(
+        &["--replaces", "0.2.0", "--skip-range", ">=0.1.0 <0.3.0"],
+        "0.3.0",
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     crate::copy_dir(&out, &bundle);
     let csv = bundle.join(format!("manifests/{PKG}.clusterserviceversion.yaml"));
     let text = std::fs::read_to_string(&csv).unwrap();
     let text = text
-        .replace(&format!("replaces: {PKG}.v0.2.0"), &format!("replaces: {PKG}.v0.3.0"))
+        .replace(
+            &format!("replaces: {PKG}.v0.2.0"),
+            &format!("replaces: {PKG}.v0.3.0"),
+        )
         .replace("\">=0.1.0 <0.3.0\"", "garbage");
     std::fs::write(&csv, text).unwrap();
     let r = run(opship()
         .args(["validate", "bundle", "-o", "json"])
         .arg(&bundle));
     assert_eq!(r.code, 1, "{}", r.stdout);
-    assert!(r.stdout.contains("CSV002") && r.stdout.contains("itself"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("CSV002") && r.stdout.contains("itself"),
+        "{}",
+        r.stdout
+    );
     assert!(r.stdout.contains("CSV020"), "{}", r.stdout);
 }
 
@@ -187,7 +211,14 @@ fn reads_are_bounded_for_every_file_opship_is_given() {
     assert!(!out.exists());
     // /dev/zero as the config, the base CSV, the categories and a catalog template.
     let cases: Vec<Vec<String>> = vec![
-        vec!["-c".into(), "/dev/zero".into(), "generate".into(), "bundle".into(), "--version".into(), "0.3.0".into()],
+        vec![
+            "-c".into(),
+            "/dev/zero".into(),
+            "generate".into(),
+            "bundle".into(),
+            "--version".into(),
+            "0.3.0".into(),
+        ],
         vec![
             "-c".into(),
             dir.join("opship.yaml").display().to_string(),
@@ -209,7 +240,12 @@ fn reads_are_bounded_for_every_file_opship_is_given() {
             "--categories".into(),
             "/dev/zero".into(),
         ],
-        vec!["catalog".into(), "template".into(), "basic".into(), "/dev/zero".into()],
+        vec![
+            "catalog".into(),
+            "template".into(),
+            "basic".into(),
+            "/dev/zero".into(),
+        ],
     ];
     for args in cases {
         let r = run_bounded(opship().args(&args), 60);
@@ -265,7 +301,13 @@ fn catalog_readers_refuse_fifos_and_links_out_and_skip_leftovers() {
     assert_eq!(catalog(&["validate"], &index).code, 0);
     let rendered = catalog(&["render", "-o", "json"], &index);
     assert_eq!(rendered.code, 0, "{}", rendered.stderr);
-    assert_eq!(rendered.stdout.matches("\"schema\": \"olm.bundle\"").count(), 2);
+    assert_eq!(
+        rendered
+            .stdout
+            .matches("\"schema\": \"olm.bundle\"")
+            .count(),
+        2
+    );
     assert_eq!(build(&index).code, 0);
     // A link to a file outside the catalog: refused by every reader, its content never quoted.
     let secret = tmp.path().join("secret.yaml");
@@ -315,7 +357,13 @@ fn add(index: &Path, bundle: &Path) -> Run {
     run(opship()
         .args(["catalog", "add", "--bundle"])
         .arg(bundle)
-        .args(["--image", "quay.io/example/x:v1", "--channel", "stable", "--index"])
+        .args([
+            "--image",
+            "quay.io/example/x:v1",
+            "--channel",
+            "stable",
+            "--index",
+        ])
         .arg(index))
 }
 
@@ -336,7 +384,11 @@ fn catalog_add_checks_names_before_creating_anything() {
         expect_error(&r, &["package name"]);
         assert!(!tmp.path().join("escaped").exists());
         assert!(!Path::new("/tmp/opship-absolute-escape").exists());
-        assert_eq!(std::fs::read_dir(&index).unwrap().count(), 0, "{bad}: nothing created");
+        assert_eq!(
+            std::fs::read_dir(&index).unwrap().count(),
+            0,
+            "{bad}: nothing created"
+        );
     }
     // A CSV name OLM refuses is not added either.
     let work = tempfile::tempdir().unwrap();
@@ -369,7 +421,10 @@ fn catalog_add_keeps_the_mode_of_the_file_and_respects_read_only() {
     ]));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let file = index.join(PKG).join("catalog.yaml");
-    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o644);
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o644
+    );
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o664)).unwrap();
     let add_v = |v: &str| {
         run(opship().args([
@@ -386,12 +441,18 @@ fn catalog_add_keeps_the_mode_of_the_file_and_respects_read_only() {
         ]))
     };
     assert_eq!(add_v("0.2.0").code, 0);
-    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o664);
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o664
+    );
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).unwrap();
     let before = std::fs::read(&file).unwrap();
     expect_error(&add_v("0.3.0"), &["read-only"]);
     assert_eq!(std::fs::read(&file).unwrap(), before);
-    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o444);
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o444
+    );
 }
 
 #[test]

@@ -10,6 +10,7 @@ mod docs;
 mod faults;
 mod generate;
 mod hostile;
+mod kill;
 mod layout_lock;
 mod progress;
 mod push_all;

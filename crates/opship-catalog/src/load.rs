@@ -312,7 +312,9 @@ fn raw_blobs(text: &str, path: &Path) -> Result<Vec<(Value, Origin, bool)>> {
     } else {
         let docs = opship_core::yaml::parse_stream(text, path).map_err(|e| match e {
             // A syntax error is the file's content, which `catalog validate` reports as such.
-            opship_core::Error::Yaml { origin, message } => Error::parse(origin.to_string(), message),
+            opship_core::Error::Yaml { origin, message } => {
+                Error::parse(origin.to_string(), message)
+            }
             other => other.into(),
         })?;
         Ok(docs
