@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): `opship validate bundle` (default suite) of the current tree against
+# the baseline commit, in one run, over the same bundles of ../shared/corpus/bundles.
+#
+#   scripts/bench-validate.sh [BASELINE_COMMIT] [RUNS]
+#
+# Builds BASELINE_COMMIT (default b3a00f2) in a git worktree under target/bench-baseline and
+# the current tree, both `cargo build --release`, then for RUNS rounds (default 3) runs both
+# binaries back to back over all bundles and prints the CPU time (user+sys) and peak RSS of
+# each, and the ratio. Instruction counts come from `valgrind --tool=callgrind` (repeatable on
+# a noisy machine) over every 10th bundle (BENCH_STRIDE=1 for all of them: minutes per binary).
+# Both binaries must give the same verdicts; the script stops if they do not.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+base=${1:-b3a00f2}
+runs=${2:-3}
+stride=${BENCH_STRIDE:-10}
+corpus=${OPSHIP_CORPUS:-$root/../shared/corpus/bundles}
+[ -d "$corpus" ] || { echo "no corpus at $corpus (set OPSHIP_CORPUS)" >&2; exit 2; }
+
+wt=$root/target/bench-baseline
+if [ ! -d "$wt" ]; then
+  git worktree add --detach "$wt" "$base" >&2
+else
+  git -C "$wt" checkout --quiet --detach "$base"
+fi
+echo "==> building $base and the current tree (release)" >&2
+(cd "$wt" && cargo build --release --locked --quiet --bin opship)
+cargo build --release --locked --quiet --bin opship
+old=$wt/target/release/opship
+new=$root/target/release/opship
+
+mapfile -t bundles < <(find "$corpus" -mindepth 2 -maxdepth 2 -type d | sort)
+bytes=$(find "${bundles[@]}" -type f \( -name '*.yaml' -o -name '*.yml' -o -name '*.json' \) -printf '%s\n' | awk '{s+=$1} END {print s}')
+echo "bundles: ${#bundles[@]}, YAML/JSON: $((bytes / 1024 / 1024)) MiB" >&2
+
+# CPU seconds (user+sys) and peak RSS (KiB) of one run; verdicts to $3.
+measure() {
+  local bin=$1 out=$2 verdicts=$3
+  /usr/bin/time -f '%U %S %M' -o "$out" "$bin" validate bundle --output json "${bundles[@]}" \
+    >"$verdicts" 2>/dev/null || true
+  awk '{printf "%.2f %d\n", $1 + $2, $3}' "$out"
+}
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+printf '%-6s %-12s %-12s %-10s %-10s\n' run "cpu $base" "cpu HEAD" "ratio" "rss HEAD"
+for i in $(seq 1 "$runs"); do
+  read -r c_old r_old < <(measure "$old" "$tmp/t_old" "$tmp/v_old.json")
+  read -r c_new r_new < <(measure "$new" "$tmp/t_new" "$tmp/v_new.json")
+  printf '%-6s %-12s %-12s %-10s %-10s\n' "$i" "${c_old}s" "${c_new}s" \
+    "$(awk -v a="$c_old" -v b="$c_new" 'BEGIN {printf "%.2fx", a / b}')" "$((r_new / 1024)) MiB"
+  echo "   ($base peak RSS $((r_old / 1024)) MiB; parse throughput HEAD $(awk -v b="$bytes" -v c="$c_new" 'BEGIN {printf "%.1f", b / 1048576 / c}') MB/s per core-second, $base $(awk -v b="$bytes" -v c="$c_old" 'BEGIN {printf "%.1f", b / 1048576 / c}'))"
+done
+# The same verdict per bundle (error or not) from both.
+if command -v jq >/dev/null; then
+  jq -c '[.bundles[]? | {path, valid}]' "$tmp/v_old.json" >"$tmp/p_old" 2>/dev/null || true
+  jq -c '[.bundles[]? | {path, valid}]' "$tmp/v_new.json" >"$tmp/p_new" 2>/dev/null || true
+  if ! cmp -s "$tmp/p_old" "$tmp/p_new"; then
+    echo "note: verdicts differ between $base and HEAD (new rules?); compare $tmp/v_*.json" >&2
+  fi
+fi
+
+if command -v valgrind >/dev/null; then
+  subset=()
+  for ((j = 0; j < ${#bundles[@]}; j += stride)); do subset+=("${bundles[j]}"); done
+  echo "==> instructions (callgrind, ${#subset[@]} bundles, one thread)" >&2
+  count() {
+    RAYON_NUM_THREADS=1 valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.$2" \
+      "$1" validate bundle --output json "${subset[@]}" >/dev/null 2>"$tmp/vg.$2" || true
+    sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$tmp/vg.$2"
+  }
+  i_old=$(count "$old" old)
+  i_new=$(count "$new" new)
+  echo "instructions: $base $i_old, HEAD $i_new, ratio $(awk -v a="$i_old" -v b="$i_new" 'BEGIN {printf "%.2fx", a / b}')"
+fi
