@@ -107,7 +107,18 @@ impl Layout {
     /// Reads and verifies a blob.
     pub fn read_blob(&self, desc: &Descriptor) -> Result<Vec<u8>> {
         let path = self.blob_path(&desc.digest);
-        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        // The size is checked before reading, so a descriptor or a file that lies about it
+        // never makes opship hold more than the descriptor says (nor block on a FIFO).
+        let meta = crate::input::check(&path, crate::input::Kind::Blob)?;
+        if meta.len() != desc.size {
+            return Err(Error::Input(format!(
+                "{}: {} bytes, the descriptor says {}",
+                path.display(),
+                meta.len(),
+                desc.size
+            )));
+        }
+        let bytes = crate::input::read(&path, crate::input::Kind::Blob)?;
         if bytes.len() as u64 != desc.size {
             return Err(Error::Input(format!(
                 "{}: {} bytes, the descriptor says {}",
@@ -130,12 +141,14 @@ impl Layout {
     /// The parsed `index.json` (an empty index when the file does not exist).
     pub fn index(&self) -> Result<Index> {
         let path = self.dir.join("index.json");
-        match std::fs::read(&path) {
+        match crate::input::read(&path, crate::input::Kind::Config) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
                 Error::Input(format!("{}: not an OCI image index: {e}", path.display()))
             }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(empty_index()),
-            Err(e) => Err(Error::io(&path, e)),
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                Ok(empty_index())
+            }
+            Err(e) => Err(e),
         }
     }
 
