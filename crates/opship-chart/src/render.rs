@@ -740,6 +740,41 @@ mod tests {
         );
     }
 
+    /// `{{value}}`, `{{json value}}` and `{{yaml value}}` all escape for a Helm template and
+    /// none does for a file Helm does not execute.
+    #[test]
+    fn every_way_into_a_template_is_escaped() {
+        let loaded = [Loaded {
+            name: "t".into(),
+            shown: "t".into(),
+            source: "a: {{x}}\nb: {{json x}}\nc:\n{{yaml y 2}}\n".into(),
+            scope: Scope::Once,
+        }];
+        let ctx = json!({"x": "{{ .Values.p }}", "y": {"k": "}} {{"}});
+        let target = |helm| Target {
+            helm,
+            namespace: "__NS__".into(),
+        };
+        let helm = registry(&loaded, target(true))
+            .unwrap()
+            .render("t", &ctx)
+            .unwrap();
+        assert_eq!(
+            go_template_output(&helm).unwrap(),
+            "a: {{ .Values.p }}\nb: \"{{ .Values.p }}\"\nc:\n  k: \"}} {{\"\n",
+            "{helm}"
+        );
+        assert!(!helm.contains("{{ .Values.p }}"), "{helm}");
+        let plain = registry(&loaded, target(false))
+            .unwrap()
+            .render("t", &ctx)
+            .unwrap();
+        assert_eq!(
+            plain,
+            "a: {{ .Values.p }}\nb: \"{{ .Values.p }}\"\nc:\n  k: \"}} {{\"\n"
+        );
+    }
+
     #[test]
     fn template_lines_are_found_from_their_output() {
         let src = "a: 1\n  labels:\n    \\{{- include \"{{chart.name}}.labels\" . | nindent 4 }\nb: \\{{ .Values.x }\n";

@@ -5,6 +5,7 @@
 
 mod compare;
 mod corpus;
+mod hostile;
 mod package;
 mod sample;
 mod snapshot;
