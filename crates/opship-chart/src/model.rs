@@ -408,7 +408,17 @@ fn webhook_context(csv: &Value, chart: &str, namespace: &str) -> Value {
         let target = d.get("targetPort").cloned().unwrap_or_else(|| json!(port));
         let service = format!("{dep}-service");
         let entry = services.entry(service.clone()).or_insert_with(|| {
-            json!({"name": service, "deployment": dep, "ports": [], "certificate": format!("{dep}-serving-cert"), "secret": format!("{dep}-service-cert")})
+            json!({
+                "name": service,
+                "deployment": dep,
+                "ports": [],
+                "certificate": format!("{dep}-serving-cert"),
+                "secret": format!("{dep}-service-cert"),
+                "dnsNames": [
+                    format!("{service}.{namespace}.svc"),
+                    format!("{service}.{namespace}.svc.cluster.local"),
+                ],
+            })
         });
         let ports = entry["ports"].as_array_mut().expect("ports is an array");
         if !ports.iter().any(|p| p["port"] == port) {
@@ -440,14 +450,17 @@ fn webhook_context(csv: &Value, chart: &str, namespace: &str) -> Value {
         }
         let kind = d["type"].as_str().unwrap_or_default();
         let config_name = name.trim_end_matches(['-', '.']);
-        let item = json!({"name": config_name, "certificate": format!("{dep}-serving-cert"), "webhooks": [Value::Object(hook.clone())]});
+        // Whole strings for the templates, so no name of the bundle is written into YAML
+        // unquoted.
+        let inject_ca_from = format!("{namespace}/{dep}-serving-cert");
+        let item = json!({"name": config_name, "injectCaFrom": inject_ca_from, "webhooks": [Value::Object(hook.clone())]});
         match kind {
             "ValidatingAdmissionWebhook" => validating.push(item),
             "MutatingAdmissionWebhook" => {
                 if let Some(v) = d.get("reinvocationPolicy") {
                     hook.insert("reinvocationPolicy".into(), v.clone());
                 }
-                mutating.push(json!({"name": config_name, "certificate": format!("{dep}-serving-cert"), "webhooks": [Value::Object(hook)]}));
+                mutating.push(json!({"name": config_name, "injectCaFrom": inject_ca_from, "webhooks": [Value::Object(hook)]}));
             }
             "ConversionWebhook" => {
                 for crd in d["conversionCRDs"].as_array().into_iter().flatten() {
@@ -455,7 +468,7 @@ fn webhook_context(csv: &Value, chart: &str, namespace: &str) -> Value {
                         conversion.insert(
                             crd.to_owned(),
                             json!({
-                                "certificate": format!("{dep}-serving-cert"),
+                                "injectCaFrom": inject_ca_from,
                                 "conversion": {
                                     "strategy": "Webhook",
                                     "webhook": {

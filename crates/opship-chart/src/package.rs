@@ -110,12 +110,15 @@ pub fn chart_metadata(text: &str, path: &Path) -> Result<Value> {
             return Err(Error::invalid(path, format!("`{key}` is missing")));
         }
     }
-    let name = v["name"].as_str().unwrap_or_default();
-    if name.contains(['/', '\\']) || name.starts_with('.') {
-        return Err(Error::invalid(
-            path,
-            format!("chart name `{name}` is not a file name"),
-        ));
+    // Both make the archive's file name `<name>-<version>.tgz`.
+    for key in ["name", "version"] {
+        let value = v[key].as_str().unwrap_or_default();
+        if value.contains(['/', '\\']) || value.starts_with('.') {
+            return Err(Error::invalid(
+                path,
+                format!("chart {key} `{value}` is not a file name"),
+            ));
+        }
     }
     Ok(v)
 }
@@ -394,6 +397,31 @@ mod tests {
             assert!(err.contains(want), "{want}: {err}");
         }
         assert!(unpack(b"not gzip", Path::new("h.tgz")).is_err());
+        // Helm's loader limit: 5 MiB loads, one byte more does not.
+        let limit = vec![b'a'; HELM_MAX_FILE_BYTES as usize];
+        let over = vec![b'a'; HELM_MAX_FILE_BYTES as usize + 1];
+        assert!(
+            unpack(
+                &raw_tgz(&[("x/Chart.yaml", ok), ("x/big", &limit)]),
+                Path::new("h.tgz")
+            )
+            .is_ok()
+        );
+        let err = unpack(
+            &raw_tgz(&[("x/Chart.yaml", ok), ("x/big", &over)]),
+            Path::new("h.tgz"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("chart file big is 5242881 bytes"), "{err}");
+        let traversal = b"apiVersion: v2\nname: x\nversion: ../../1.0.0\n";
+        let err = chart_metadata(
+            std::str::from_utf8(traversal).unwrap(),
+            Path::new("Chart.yaml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("not a file name"), "{err}");
         assert!(unpack(&raw_tgz(&[("x/Chart.yaml", ok)]), Path::new("h.tgz")).is_ok());
     }
 

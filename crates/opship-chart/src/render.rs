@@ -138,24 +138,16 @@ pub fn helm_text(text: &str) -> String {
 struct Target {
     /// The output is a Helm template (`templates/…`).
     helm: bool,
-    /// The model's stand-in for the release namespace, which becomes
-    /// `{{ .Release.Namespace | quote }}` in Helm templates.
+    /// The model's stand-in for the release namespace (see `model::RELEASE_NAMESPACE`), which
+    /// becomes the release namespace in Helm templates: `{{ .Release.Namespace | quote }}`
+    /// where it is a whole YAML value, `{{ .Release.Namespace }}` inside a JSON string (a
+    /// namespace is a DNS label, safe in any string).
     namespace: String,
 }
 
-impl Target {
-    fn escape(&self, text: &str) -> String {
-        if self.helm {
-            helm_text(text)
-        } else {
-            text.to_owned()
-        }
-    }
-}
-
 /// Turns a value into YAML lines: keys sorted, every line indented by `indent`; for a Helm
-/// template the text escaped ([`helm_text`]) and the model's namespace stand-in replaced by
-/// the release namespace. Empty values give nothing, so a template can put the helper on a
+/// template the text escaped ([`helm_text`]) and the model's namespace stand-in (always a
+/// whole string in values given to `yaml`) replaced by the release namespace. Empty values give nothing, so a template can put the helper on a
 /// line of its own.
 fn yaml_block(value: &Value, indent: usize, target: &Target) -> Result<String, String> {
     let empty = match value {
@@ -215,7 +207,7 @@ impl handlebars::HelperDef for YamlHelper {
 }
 
 /// `{{json VALUE}}`: the value as one line of JSON (a valid YAML flow value, strings quoted),
-/// escaped for a Helm template.
+/// escaped for a Helm template, where the namespace stand-in may also be part of a string.
 struct JsonHelper(Target);
 
 impl handlebars::HelperDef for JsonHelper {
@@ -230,7 +222,13 @@ impl handlebars::HelperDef for JsonHelper {
         let value = h
             .param(0)
             .ok_or_else(|| RenderErrorReason::ParamNotFoundForIndex("json", 0))?;
-        out.write(&self.0.escape(&value.value().to_string()))?;
+        let text = value.value().to_string();
+        let text = if self.0.helm {
+            helm_text(&text).replace(&self.0.namespace, "{{ .Release.Namespace }}")
+        } else {
+            text
+        };
+        out.write(&text)?;
         Ok(())
     }
 }

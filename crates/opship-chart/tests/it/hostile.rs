@@ -56,7 +56,8 @@ fn poison(v: &mut Value, key: &str) -> usize {
     }
 }
 
-/// Brace sequences at the edges of values and next to each other, as data of a ConfigMap.
+/// Brace sequences at the edges of values and next to each other, and the model's namespace
+/// stand-in, as data of a ConfigMap.
 fn braces_config_map() -> Value {
     let cases = [
         "{",
@@ -73,6 +74,9 @@ fn braces_config_map() -> Value {
         "{{- x -}}",
         "{\"a\": {\"b\": 1}}",
         "x {} y",
+        // What the model writes where the release namespace goes: data, not a namespace.
+        "__OPSHIP_RELEASE_NAMESPACE__",
+        "a.__OPSHIP_RELEASE_NAMESPACE__",
     ];
     let data: serde_json::Map<String, Value> = cases
         .iter()
