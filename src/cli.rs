@@ -599,6 +599,10 @@ pub struct ChartRenderArgs {
     /// Also write kustomize overlays next to the chart: OUTPUT[/<version>]/overlays/{base,<env>}.
     #[arg(long)]
     pub overlays: bool,
+    /// Replace an existing chart or overlay directory even when it holds files opship does not
+    /// write there (default: refuse). Never the current directory, a parent of it or a symlink.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use opship_chart::{CrdPlacement, Options, Templates};
+use opship_chart::{CrdPlacement, Options, Overwrite, Templates};
 use opship_core::config::Project;
 
 use super::{CmdError, ExitStatus, load_project};
@@ -117,15 +117,31 @@ fn render(args: &ChartRenderArgs, project: Option<&Project>) -> Result<ExitStatu
         }
         dirs.push(dir);
     }
+    let overwrite = if args.force {
+        Overwrite::Force
+    } else {
+        Overwrite::Refuse
+    };
+    // Every directory is checked before any is written: one that holds someone's work stops
+    // the whole run with nothing written.
+    let mut writes = Vec::new();
     for ((c, overlay), dir) in charts.iter().zip(&dirs) {
-        opship_chart::write_dir(&c.files, dir)?;
-        println!("{}", dir.display());
+        writes.push((&c.files, dir.clone(), opship_chart::CHART_DIR));
         if let Some(files) = overlay {
             // Next to the chart: `<output>[/<version>]/overlays/{base,<env>}`.
-            let odir = dir.with_file_name("overlays");
-            opship_chart::write_dir(files, &odir)?;
-            println!("{}", odir.display());
+            writes.push((
+                files,
+                dir.with_file_name("overlays"),
+                opship_chart::OVERLAY_DIR,
+            ));
         }
+    }
+    for (files, dir, target) in &writes {
+        opship_chart::check_dir(files, dir, *target, overwrite)?;
+    }
+    for (files, dir, target) in &writes {
+        opship_chart::write_dir(files, dir, *target, overwrite)?;
+        println!("{}", dir.display());
     }
     Ok(ExitStatus::Success)
 }
@@ -160,11 +176,14 @@ fn index(args: &ChartIndexArgs) -> Result<ExitStatus, CmdError> {
     let epoch = source_date_epoch()?.unwrap_or_else(now_epoch);
     let merge = match &args.merge {
         Some(p) => Some(
-            opship_core::yaml::read_stream(p)?
-                .into_iter()
-                .next()
-                .map(|d| d.value)
-                .ok_or_else(|| format!("{}: empty index", p.display()))?,
+            opship_core::yaml::parse_stream(
+                &opship_core::input::read_string(p, opship_core::input::Kind::Catalog)?,
+                p,
+            )?
+            .into_iter()
+            .next()
+            .map(|d| d.value)
+            .ok_or_else(|| format!("{}: empty index", p.display()))?,
         ),
         None => None,
     };
@@ -209,7 +228,7 @@ fn push(args: &ChartPushArgs) -> Result<ExitStatus, CmdError> {
         .remote
         .strip_prefix("oci://")
         .ok_or_else(|| format!("`{}`: the target must be oci://REGISTRY/REPO", args.remote))?;
-    let bytes = std::fs::read(&args.chart).map_err(|e| format!("{}: {e}", args.chart.display()))?;
+    let bytes = opship_core::input::read(&args.chart, opship_core::input::Kind::Blob)?;
     let files = opship_chart::package::unpack(&bytes, &args.chart)?;
     let text = std::str::from_utf8(&files["Chart.yaml"])
         .map_err(|_| format!("{}: Chart.yaml is not UTF-8", args.chart.display()))?;

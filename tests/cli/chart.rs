@@ -16,7 +16,7 @@ fn python() -> PathBuf {
         .unwrap_or_else(|| repo().join(".venv/bin/python"))
 }
 
-fn helm(args: &[&str]) -> serde_json::Value {
+pub(crate) fn helm(args: &[&str]) -> serde_json::Value {
     let out = Command::new(python())
         .arg(repo().join("tests/scripts/helm_check.py"))
         .args(args)

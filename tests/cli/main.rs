@@ -10,6 +10,7 @@ mod docs;
 mod faults;
 mod generate;
 mod hostile;
+mod hostile_chart;
 mod kill;
 mod layout_lock;
 mod progress;

@@ -76,7 +76,7 @@ pub fn build(dir: &Path, opts: &Options) -> Result<Value> {
     let mut seen = BTreeMap::new();
     for n in &names {
         let path = dir.join(n);
-        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        let bytes = opship_core::input::read(&path, opship_core::input::Kind::Blob)?;
         let mut e = entry(&bytes, n, &path, opts)?;
         let name = e["name"].as_str().unwrap_or_default().to_owned();
         let version = e["version"].as_str().unwrap_or_default().to_owned();

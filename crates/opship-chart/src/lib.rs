@@ -20,6 +20,7 @@ use opship_core::config::Environment;
 
 pub use error::{Error, Result};
 pub use model::{CrdPlacement, Options};
+pub use opship_core::output::{Overwrite, Target};
 pub use render::{Files, Templates};
 
 /// A rendered chart, in memory until written.
@@ -72,6 +73,7 @@ pub fn render_bundle(
         }
         files.insert(format!("values-{env}.yaml"), text.into_bytes());
     }
+    package::check_helm_limits(&files, bundle_dir, |rel| render::origin_of(&model, rel))?;
     Ok(Chart {
         name: model.name,
         version: model.version,
@@ -81,9 +83,54 @@ pub fn render_bundle(
     })
 }
 
-/// Writes `files` as the whole content of the chart directory `dir`, atomically: into a
-/// temporary sibling first, which then replaces `dir`.
-pub fn write_dir(files: &Files, dir: &Path) -> Result<()> {
-    opship_core::bundle::write_atomic(files, dir)?;
+/// A chart directory as `chart render` writes it: what an existing one may hold and still be
+/// replaced without `--force`. Besides the files of the new chart: Chart.yaml, the values
+/// files and schema, `templates/…` and `crds/…` (the chart's own, and the output of added
+/// templates), and the README.md and .helmignore a templates directory may add.
+pub const CHART_DIR: Target = Target {
+    what: "chart",
+    generated: is_chart_file,
+};
+
+/// The kustomize overlays of `chart render --overlays`: `base/*.yaml` and
+/// `<env>/kustomization.yaml`.
+pub const OVERLAY_DIR: Target = Target {
+    what: "kustomize overlays",
+    generated: is_overlay_file,
+};
+
+fn is_chart_file(rel: &str) -> bool {
+    matches!(
+        rel,
+        "Chart.yaml" | "values.yaml" | "values.schema.json" | "README.md" | ".helmignore"
+    ) || (!rel.contains('/') && rel.starts_with("values-") && rel.ends_with(".yaml"))
+        || rel.starts_with("templates/")
+        || rel.starts_with("crds/")
+}
+
+fn is_overlay_file(rel: &str) -> bool {
+    match rel.split_once('/') {
+        Some(("base", rest)) => rest.is_empty() || (!rest.contains('/') && rest.ends_with(".yaml")),
+        Some((env, rest)) => {
+            opship_core::config::is_dns1123_label(env)
+                && (rest.is_empty() || rest == "kustomization.yaml")
+        }
+        None => false,
+    }
+}
+
+/// Checks, without writing, that `dir` may be replaced by `files` (see
+/// [`opship_core::output::check`]): absent, empty or holding only what opship writes in a
+/// `target` directory, unless `overwrite` is [`Overwrite::Force`]; never a symlink, the
+/// current directory or one of its parents.
+pub fn check_dir(files: &Files, dir: &Path, target: Target, overwrite: Overwrite) -> Result<()> {
+    opship_core::output::check(dir, files, target, overwrite)?;
+    Ok(())
+}
+
+/// Writes `files` as the whole content of `dir` once [`check_dir`] allows it, atomically
+/// (a temporary sibling that then takes `dir`'s place).
+pub fn write_dir(files: &Files, dir: &Path, target: Target, overwrite: Overwrite) -> Result<()> {
+    opship_core::output::replace_dir(dir, files, target, overwrite)?;
     Ok(())
 }

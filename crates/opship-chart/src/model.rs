@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use opship_core::input::{self, Kind};
 use opship_core::manifest::Object;
 use opship_core::yaml;
 use serde_json::{Map, Value, json};
@@ -15,8 +16,26 @@ use crate::error::{Error, Result};
 use crate::values;
 
 /// Written into the context where a value must become `{{ .Release.Namespace }}` in the Helm
-/// template; the `yaml` helper turns it into the Helm expression after escaping the data.
+/// template; the `yaml` helper turns it into the Helm expression after escaping the data. A
+/// bundle whose strings contain it gets this with a number appended ([`Model::release_namespace`]),
+/// so no bundle string is ever taken for it.
 pub const RELEASE_NAMESPACE: &str = "__OPSHIP_RELEASE_NAMESPACE__";
+
+/// The release namespace stand-in for `bundle`: [`RELEASE_NAMESPACE`], or the first numbered
+/// variant that no key or string of the bundle contains.
+fn namespace_stand_in(bundle: &Bundle) -> String {
+    let texts: Vec<String> = std::iter::once(&bundle.csv)
+        .chain(&bundle.objects)
+        .map(|o| o.value().to_string())
+        .collect();
+    let mut candidate = RELEASE_NAMESPACE.to_owned();
+    let mut n = 0;
+    while texts.iter().any(|t| t.contains(&candidate)) {
+        n += 1;
+        candidate = format!("__OPSHIP_RELEASE_NAMESPACE_{n}__");
+    }
+    candidate
+}
 
 /// Where CRDs go in the chart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -63,7 +82,9 @@ pub struct Bundle {
 }
 
 /// Reads `manifests/` (and the package name from `metadata/`) of a bundle directory. Syntax
-/// errors name the file and line; a bundle without exactly one CSV is refused.
+/// errors name the file and line; a bundle without exactly one CSV is refused. Files are read
+/// through `opship_core::input`: regular files within its size budget, symlinks only to
+/// files inside the bundle, so a FIFO or `/dev/zero` in a bundle is an error, not a hang.
 pub fn load_bundle(dir: &Path) -> Result<Bundle> {
     let manifests = dir.join("manifests");
     let entries = std::fs::read_dir(&manifests).map_err(|e| Error::io(&manifests, e))?;
@@ -72,19 +93,26 @@ pub fn load_bundle(dir: &Path) -> Result<Bundle> {
         let entry = entry.map_err(|e| Error::io(&manifests, e))?;
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
-        let ft = entry.file_type().map_err(|e| Error::io(&path, e))?;
-        if name.starts_with('.') || !ft.is_file() {
+        // Hidden files, among them the temporaries of interrupted opship runs.
+        if name.starts_with('.') {
             continue;
         }
-        if [".yaml", ".yml", ".json"].iter().any(|s| name.ends_with(s)) {
-            files.push(path);
+        if ![".yaml", ".yml", ".json"].iter().any(|s| name.ends_with(s)) {
+            continue;
         }
+        // Through symlinks: a directory (or a link to one) is not a manifest; anything else
+        // named like one is read, and refused by `input` when it is not a regular file.
+        if std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        files.push(path);
     }
     files.sort();
     let mut csv = None;
     let mut objects = Vec::new();
     for path in files {
-        for doc in yaml::read_stream(&path)? {
+        let text = input::read_string_in_tree(dir, &path, Kind::Manifest)?;
+        for doc in yaml::parse_stream(&text, &path)? {
             let obj = Object::from_document(doc)?;
             if obj.kind() == "ClusterServiceVersion" {
                 if csv.is_some() {
@@ -98,8 +126,9 @@ pub fn load_bundle(dir: &Path) -> Result<Bundle> {
     }
     let csv = csv.ok_or_else(|| Error::bundle(&manifests, "no ClusterServiceVersion"))?;
     let annotations = dir.join("metadata").join("annotations.yaml");
-    let package = if annotations.exists() {
-        let doc = yaml::parse_one(&yaml::read_text(&annotations)?, &annotations)?;
+    let package = if std::fs::symlink_metadata(&annotations).is_ok() {
+        let text = input::read_string_in_tree(dir, &annotations, Kind::Manifest)?;
+        let doc = yaml::parse_one(&text, &annotations)?;
         doc.value["annotations"]["operators.operatorframework.io.bundle.package.v1"]
             .as_str()
             .map(str::to_owned)
@@ -361,7 +390,7 @@ fn manager_of(csv: &Value, deployments: &[Value]) -> (usize, usize) {
 }
 
 /// One webhook definition of the CSV with the names opship gives its objects.
-fn webhook_context(csv: &Value, chart: &str) -> Value {
+fn webhook_context(csv: &Value, chart: &str, namespace: &str) -> Value {
     let defs = csv["spec"]["webhookdefinitions"]
         .as_array()
         .cloned()
@@ -379,7 +408,17 @@ fn webhook_context(csv: &Value, chart: &str) -> Value {
         let target = d.get("targetPort").cloned().unwrap_or_else(|| json!(port));
         let service = format!("{dep}-service");
         let entry = services.entry(service.clone()).or_insert_with(|| {
-            json!({"name": service, "deployment": dep, "ports": [], "certificate": format!("{dep}-serving-cert"), "secret": format!("{dep}-service-cert")})
+            json!({
+                "name": service,
+                "deployment": dep,
+                "ports": [],
+                "certificate": format!("{dep}-serving-cert"),
+                "secret": format!("{dep}-service-cert"),
+                "dnsNames": [
+                    format!("{service}.{namespace}.svc"),
+                    format!("{service}.{namespace}.svc.cluster.local"),
+                ],
+            })
         });
         let ports = entry["ports"].as_array_mut().expect("ports is an array");
         if !ports.iter().any(|p| p["port"] == port) {
@@ -387,7 +426,7 @@ fn webhook_context(csv: &Value, chart: &str) -> Value {
         }
         let client = json!({"service": {
             "name": service,
-            "namespace": RELEASE_NAMESPACE,
+            "namespace": namespace,
             "path": d.get("webhookPath").cloned().unwrap_or(Value::Null),
             "port": port,
         }});
@@ -411,14 +450,17 @@ fn webhook_context(csv: &Value, chart: &str) -> Value {
         }
         let kind = d["type"].as_str().unwrap_or_default();
         let config_name = name.trim_end_matches(['-', '.']);
-        let item = json!({"name": config_name, "certificate": format!("{dep}-serving-cert"), "webhooks": [Value::Object(hook.clone())]});
+        // Whole strings for the templates, so no name of the bundle is written into YAML
+        // unquoted.
+        let inject_ca_from = format!("{namespace}/{dep}-serving-cert");
+        let item = json!({"name": config_name, "injectCaFrom": inject_ca_from, "webhooks": [Value::Object(hook.clone())]});
         match kind {
             "ValidatingAdmissionWebhook" => validating.push(item),
             "MutatingAdmissionWebhook" => {
                 if let Some(v) = d.get("reinvocationPolicy") {
                     hook.insert("reinvocationPolicy".into(), v.clone());
                 }
-                mutating.push(json!({"name": config_name, "certificate": format!("{dep}-serving-cert"), "webhooks": [Value::Object(hook)]}));
+                mutating.push(json!({"name": config_name, "injectCaFrom": inject_ca_from, "webhooks": [Value::Object(hook)]}));
             }
             "ConversionWebhook" => {
                 for crd in d["conversionCRDs"].as_array().into_iter().flatten() {
@@ -426,7 +468,7 @@ fn webhook_context(csv: &Value, chart: &str) -> Value {
                         conversion.insert(
                             crd.to_owned(),
                             json!({
-                                "certificate": format!("{dep}-serving-cert"),
+                                "injectCaFrom": inject_ca_from,
                                 "conversion": {
                                     "strategy": "Webhook",
                                     "webhook": {
@@ -501,12 +543,12 @@ fn labels_of(v: Option<&Value>) -> Value {
     }
 }
 
-/// Sets the namespace of ServiceAccount subjects to the release namespace.
-fn rebind_subjects(v: &mut Value) {
+/// Sets the namespace of ServiceAccount subjects to the release namespace (its stand-in).
+fn rebind_subjects(v: &mut Value, namespace: &str) {
     if let Some(subjects) = v.get_mut("subjects").and_then(Value::as_array_mut) {
         for s in subjects {
             if s["kind"] == "ServiceAccount" {
-                s["namespace"] = json!(RELEASE_NAMESPACE);
+                s["namespace"] = json!(namespace);
             }
         }
     }
@@ -539,6 +581,8 @@ pub struct Model {
     pub values: Value,
     /// The manager deployment and container names.
     pub manager: (String, String),
+    /// What stands for the release namespace in the context (see [`RELEASE_NAMESPACE`]).
+    pub release_namespace: String,
 }
 
 /// Derives everything a chart needs from a bundle.
@@ -575,7 +619,8 @@ pub fn build(bundle: &Bundle, opts: &Options) -> Result<Model> {
         )));
     }
     let (mi, mc) = manager_of(csv, &deployments);
-    let mut webhooks = webhook_context(csv, &name);
+    let namespace = namespace_stand_in(bundle);
+    let mut webhooks = webhook_context(csv, &name, &namespace);
     if let Some(services) = webhooks.get_mut("services").and_then(Value::as_array_mut) {
         for s in services {
             let dep = s["deployment"].as_str().unwrap_or_default().to_owned();
@@ -745,7 +790,7 @@ pub fn build(bundle: &Bundle, opts: &Options) -> Result<Model> {
             service_accounts.remove(o.name());
         }
         let mut body = without(v, &["apiVersion", "kind", "metadata", "status"]);
-        rebind_subjects(&mut body);
+        rebind_subjects(&mut body, &namespace);
         // RBAC v1beta1 is gone since Kubernetes 1.22 and v1 has the same schema: write v1.
         let api_version = match (o.api_version(), o.kind()) {
             (
@@ -759,7 +804,7 @@ pub fn build(bundle: &Bundle, opts: &Options) -> Result<Model> {
             &["namespace", "creationTimestamp", "labels"],
         );
         if is_namespaced(o.kind()) {
-            metadata["namespace"] = json!(RELEASE_NAMESPACE);
+            metadata["namespace"] = json!(namespace);
         }
         objects.push(json!({
             "kind": o.kind(),
@@ -836,6 +881,7 @@ pub fn build(bundle: &Bundle, opts: &Options) -> Result<Model> {
         context,
         values,
         manager: manager_names,
+        release_namespace: namespace,
     })
 }
 

@@ -10,6 +10,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use flate2::{Compression, GzBuilder};
+use opship_core::input::Kind;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
@@ -18,10 +19,58 @@ use crate::render::Files;
 /// The gzip extra field `helm package` writes (`headerBytes` in Helm's `chartutil/save.go`).
 const HELM_GZIP_EXTRA: &[u8] = b"+aHR0cHM6Ly95b3V0dS5iZS96OVV6MWljandyTQo=";
 
-/// A chart directory is refused past these sizes, so a stray huge file is not archived.
-const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// Helm v4's chart loader (`pkg/chart/loader/archive`, used for archives and, file by file,
+/// for chart directories) refuses a chart file larger than this: `MaxDecompressedFileSize`,
+/// 5 MiB. opship refuses to render, package or push such a chart rather than make one Helm
+/// cannot load.
+pub const HELM_MAX_FILE_BYTES: u64 = 5 * 1024 * 1024;
+/// The loader's limit for all files of a chart together: `MaxDecompressedChartSize`, 100 MiB.
+pub const HELM_MAX_CHART_BYTES: u64 = 100 * 1024 * 1024;
 /// At most this many files in a chart.
 const MAX_FILES: usize = 10_000;
+
+/// Why Helm would refuse a chart file of `size` bytes at `rel` (`what`: the bundle object it
+/// is rendered from, if any); `None` when Helm loads it.
+pub fn file_over_helm_limit(rel: &str, size: u64, what: Option<&str>) -> Option<String> {
+    (size > HELM_MAX_FILE_BYTES).then(|| {
+        format!(
+            "chart file {rel}{} is {size} bytes; Helm loads no chart file over {HELM_MAX_FILE_BYTES} bytes \
+             (5 MiB, MaxDecompressedFileSize of its chart loader), so the chart could not be installed",
+            what.map(|w| format!(" ({w})")).unwrap_or_default()
+        )
+    })
+}
+
+/// Why Helm would refuse a chart whose files hold `total` bytes; `None` when it loads it.
+pub fn chart_over_helm_limit(total: u64) -> Option<String> {
+    (total > HELM_MAX_CHART_BYTES).then(|| {
+        format!(
+            "the chart's files hold {total} bytes; Helm loads no chart over {HELM_MAX_CHART_BYTES} bytes \
+             (100 MiB, MaxDecompressedChartSize of its chart loader)"
+        )
+    })
+}
+
+/// Checks rendered chart files against Helm's loader limits; `what` names the bundle object
+/// a file comes from. Errors are about `origin` (the bundle or chart directory).
+pub fn check_helm_limits(
+    files: &Files,
+    origin: &Path,
+    what: impl Fn(&str) -> Option<String>,
+) -> Result<()> {
+    let mut total = 0u64;
+    for (rel, bytes) in files {
+        let size = bytes.len() as u64;
+        if let Some(m) = file_over_helm_limit(rel, size, what(rel).as_deref()) {
+            return Err(Error::invalid(origin, m));
+        }
+        total += size;
+    }
+    match chart_over_helm_limit(total) {
+        Some(m) => Err(Error::invalid(origin, m)),
+        None => Ok(()),
+    }
+}
 
 /// A packaged chart.
 #[derive(Debug, Clone)]
@@ -61,12 +110,15 @@ pub fn chart_metadata(text: &str, path: &Path) -> Result<Value> {
             return Err(Error::invalid(path, format!("`{key}` is missing")));
         }
     }
-    let name = v["name"].as_str().unwrap_or_default();
-    if name.contains(['/', '\\']) || name.starts_with('.') {
-        return Err(Error::invalid(
-            path,
-            format!("chart name `{name}` is not a file name"),
-        ));
+    // Both make the archive's file name `<name>-<version>.tgz`.
+    for key in ["name", "version"] {
+        let value = v[key].as_str().unwrap_or_default();
+        if value.contains(['/', '\\']) || value.starts_with('.') {
+            return Err(Error::invalid(
+                path,
+                format!("chart {key} `{value}` is not a file name"),
+            ));
+        }
     }
     Ok(v)
 }
@@ -75,21 +127,23 @@ pub fn chart_metadata(text: &str, path: &Path) -> Result<Value> {
 /// file or directory name (`foo`, `dir/`), `*` wildcards in one path component (`*.tgz`,
 /// `.*`), `!` is not; blank lines and `#` comments are skipped. Symlinks are refused.
 pub fn read_dir(dir: &Path) -> Result<Files> {
-    let ignore = match std::fs::read_to_string(dir.join(".helmignore")) {
-        Ok(t) => t
+    let ignore_file = dir.join(".helmignore");
+    let ignore = if std::fs::symlink_metadata(&ignore_file).is_ok() {
+        opship_core::input::read_string_in_tree(dir, &ignore_file, Kind::Config)?
             .lines()
             .map(str::trim)
             .filter(|l| !l.is_empty() && !l.starts_with('#'))
             .map(str::to_owned)
-            .collect(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(Error::io(dir.join(".helmignore"), e)),
+            .collect()
+    } else {
+        Vec::new()
     };
     let mut files = Files::new();
     walk(dir, dir, &ignore, &mut files)?;
     if !files.contains_key("Chart.yaml") {
         return Err(Error::invalid(dir, "not a chart: Chart.yaml is missing"));
     }
+    check_helm_limits(&files, dir, |_| None)?;
     Ok(files)
 }
 
@@ -154,17 +208,24 @@ fn walk(root: &Path, dir: &Path, ignore: &[String], files: &mut Files) -> Result
         }
         if ft.is_dir() {
             walk(root, &path, ignore, files)?;
-        } else if ft.is_file() {
-            let meta = e.metadata().map_err(|err| Error::io(&path, err))?;
-            if meta.len() > MAX_FILE_BYTES {
-                return Err(Error::invalid(&path, "file larger than 64 MiB"));
-            }
-            if files.len() >= MAX_FILES {
-                return Err(Error::invalid(root, "more than 10000 files"));
-            }
-            let bytes = std::fs::read(&path).map_err(|err| Error::io(&path, err))?;
-            files.insert(rel, bytes);
+            continue;
         }
+        if !ft.is_file() {
+            // Helm refuses irregular files too; opening a FIFO would block.
+            return Err(Error::invalid(
+                &path,
+                "is not a regular file (a FIFO, socket or device); a chart holds regular files only",
+            ));
+        }
+        let meta = e.metadata().map_err(|err| Error::io(&path, err))?;
+        if let Some(m) = file_over_helm_limit(&rel, meta.len(), None) {
+            return Err(Error::invalid(root, m));
+        }
+        if files.len() >= MAX_FILES {
+            return Err(Error::invalid(root, "more than 10000 files"));
+        }
+        let bytes = opship_core::input::read(&path, Kind::Blob)?;
+        files.insert(rel, bytes);
     }
     Ok(())
 }
@@ -228,11 +289,10 @@ pub fn package(files: &Files, mtime: u64, origin: &Path) -> Result<Package> {
     })
 }
 
-/// Reads the files of a chart archive (at most 64 MiB unpacked per file, 256 MiB in all),
-/// without the `<name>/` prefix. Entries outside one top directory, links and other
-/// non-regular entries are refused.
+/// Reads the files of a chart archive, without the `<name>/` prefix, within Helm's loader
+/// limits (5 MiB unpacked per file, 100 MiB in all). Entries outside one top directory, links
+/// and other non-regular entries are refused.
 pub fn unpack(bytes: &[u8], origin: &Path) -> Result<Files> {
-    const MAX_TOTAL: u64 = 256 * 1024 * 1024;
     let gz = flate2::read::GzDecoder::new(bytes);
     let mut archive = tar::Archive::new(gz);
     let mut files = Files::new();
@@ -271,15 +331,20 @@ pub fn unpack(bytes: &[u8], origin: &Path) -> Result<Files> {
         }
         let size = entry.header().size().unwrap_or(u64::MAX);
         total = total.saturating_add(size);
-        if size > MAX_FILE_BYTES || total > MAX_TOTAL {
-            return Err(bad(format!("{text}: archive too large")));
+        if let Some(m) =
+            file_over_helm_limit(rest, size, None).or_else(|| chart_over_helm_limit(total))
+        {
+            return Err(bad(m));
         }
         let mut data = Vec::with_capacity(size as usize);
         entry
             .by_ref()
-            .take(MAX_FILE_BYTES + 1)
+            .take(HELM_MAX_FILE_BYTES + 1)
             .read_to_end(&mut data)
             .map_err(|e| bad(format!("{text}: {e}")))?;
+        if let Some(m) = file_over_helm_limit(rest, data.len() as u64, None) {
+            return Err(bad(m));
+        }
         files.insert(rest.to_owned(), data);
     }
     if !files.contains_key("Chart.yaml") {
@@ -332,6 +397,31 @@ mod tests {
             assert!(err.contains(want), "{want}: {err}");
         }
         assert!(unpack(b"not gzip", Path::new("h.tgz")).is_err());
+        // Helm's loader limit: 5 MiB loads, one byte more does not.
+        let limit = vec![b'a'; HELM_MAX_FILE_BYTES as usize];
+        let over = vec![b'a'; HELM_MAX_FILE_BYTES as usize + 1];
+        assert!(
+            unpack(
+                &raw_tgz(&[("x/Chart.yaml", ok), ("x/big", &limit)]),
+                Path::new("h.tgz")
+            )
+            .is_ok()
+        );
+        let err = unpack(
+            &raw_tgz(&[("x/Chart.yaml", ok), ("x/big", &over)]),
+            Path::new("h.tgz"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("chart file big is 5242881 bytes"), "{err}");
+        let traversal = b"apiVersion: v2\nname: x\nversion: ../../1.0.0\n";
+        let err = chart_metadata(
+            std::str::from_utf8(traversal).unwrap(),
+            Path::new("Chart.yaml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("not a file name"), "{err}");
         assert!(unpack(&raw_tgz(&[("x/Chart.yaml", ok)]), Path::new("h.tgz")).is_ok());
     }
 

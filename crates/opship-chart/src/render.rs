@@ -1,13 +1,17 @@
 //! Rendering a chart directory from the Handlebars templates in `chart-templates/` (embedded
 //! in the binary, each one replaceable from a `--templates` directory).
 //!
-//! Handlebars runs in strict mode (a variable that does not exist is an error) without HTML
-//! escaping. Helm's own `{{ }}` expressions are written `\{{ ... }}` in the templates (or inside
-//! a `{{{{raw}}}} ... {{{{/raw}}}}` block), so Handlebars passes them through untouched. Data
-//! from the bundle is emitted by the `yaml` helper, which escapes any `{{`/`}}` in it for
-//! Helm, so a CRD description that mentions `{{ .x }}` stays text. After rendering, every
-//! Helm template is checked for actions that were left open or closed without being opened:
-//! the traces of a Helm expression that Handlebars mangled.
+//! Handlebars runs in strict mode (a variable that does not exist is an error). Helm's own
+//! `{{ }}` expressions are written `\{{ ... }}` in the templates (or inside a
+//! `{{{{raw}}}} ... {{{{/raw}}}}` block), so Handlebars passes them through untouched. Every
+//! value a template writes into a file Helm executes (`templates/…`) goes through one escape,
+//! [`helm_text`]: Handlebars' escape function for `{{value}}`, and the `yaml` and `json`
+//! helpers. It turns the braces in the data that Helm would read as an action into Go string
+//! literals Helm prints back, so bundle data never becomes Helm code and Helm's output is the
+//! data byte for byte. Files Helm does not execute (Chart.yaml, values files, `crds/`) are
+//! written unescaped. After rendering, every Helm template is checked for actions that were
+//! left open or closed without being opened: the traces of a Helm expression that Handlebars
+//! mangled.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,7 +23,7 @@ use handlebars::{
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
-use crate::model::{Model, RELEASE_NAMESPACE};
+use crate::model::Model;
 
 /// How often a template is rendered and where its output goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,11 +99,57 @@ pub fn default_template_names() -> Vec<&'static str> {
 /// The rendered chart: file contents by path relative to the chart directory.
 pub type Files = BTreeMap<String, Vec<u8>>;
 
-/// Turns a value into YAML lines for a Helm template: keys sorted, `{{`/`}}` in the data
-/// escaped so Helm prints them literally, the namespace placeholder replaced by the release
-/// namespace, every line indented by `indent`. Empty values give nothing, so a template can
-/// put the helper on a line of its own.
-pub fn yaml_block(value: &Value, indent: usize, helm: bool) -> Result<String, String> {
+/// Text that Helm's template engine prints back exactly as it is. Go's `text/template` starts
+/// an action at `{{`, so every run of braces that holds `{{` or `}}`, or that begins or ends
+/// the text (where it could join a brace of the template around it), is written as a Go
+/// string literal action, `{{ "{{" }}`. A run is taken whole, so the inserted action never
+/// touches another brace of the data. Braces are the only characters that matter: outside an
+/// action Helm copies text unchanged.
+pub fn helm_text(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let mut copied = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'{' && bytes[i] != b'}' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && (bytes[i] == b'{' || bytes[i] == b'}') {
+            i += 1;
+        }
+        let run = &text[start..i];
+        if run.contains("{{") || run.contains("}}") || start == 0 || i == bytes.len() {
+            out.push_str(&text[copied..start]);
+            // Only braces inside: nothing to escape for the Go string literal.
+            out.push_str("{{ \"");
+            out.push_str(run);
+            out.push_str("\" }}");
+            copied = i;
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// Where a registry's output goes, which decides the escaping.
+#[derive(Debug, Clone)]
+struct Target {
+    /// The output is a Helm template (`templates/…`).
+    helm: bool,
+    /// The model's stand-in for the release namespace (see `model::RELEASE_NAMESPACE`), which
+    /// becomes the release namespace in Helm templates: `{{ .Release.Namespace | quote }}`
+    /// where it is a whole YAML value, `{{ .Release.Namespace }}` inside a JSON string (a
+    /// namespace is a DNS label, safe in any string).
+    namespace: String,
+}
+
+/// Turns a value into YAML lines: keys sorted, every line indented by `indent`; for a Helm
+/// template the text escaped ([`helm_text`]) and the model's namespace stand-in (always a
+/// whole string in values given to `yaml`) replaced by the release namespace. Empty values give nothing, so a template can put the helper on a
+/// line of its own.
+fn yaml_block(value: &Value, indent: usize, target: &Target) -> Result<String, String> {
     let empty = match value {
         Value::Null => true,
         Value::Object(m) => m.is_empty(),
@@ -110,26 +160,10 @@ pub fn yaml_block(value: &Value, indent: usize, helm: bool) -> Result<String, St
         return Ok(String::new());
     }
     let text = opship_core::yaml::to_string(value).map_err(|e| e.to_string())?;
-    let text = if helm {
-        // One pass, so the `{{` that the escape itself contains is not escaped again.
-        let mut out = String::with_capacity(text.len());
-        let mut rest = text.as_str();
-        while let Some(i) = rest.find(['{', '}']) {
-            out.push_str(&rest[..i]);
-            let tail = &rest[i..];
-            if let Some(after) = tail.strip_prefix("{{") {
-                out.push_str("{{ \"{{\" }}");
-                rest = after;
-            } else if let Some(after) = tail.strip_prefix("}}") {
-                out.push_str("{{ \"}}\" }}");
-                rest = after;
-            } else {
-                out.push_str(&tail[..1]);
-                rest = &tail[1..];
-            }
-        }
-        out.push_str(rest);
-        out.replace(RELEASE_NAMESPACE, "{{ .Release.Namespace | quote }}")
+    let text = if target.helm {
+        // After the escape, which leaves the stand-in (no braces) as it is; the model picks a
+        // stand-in that no string of the bundle contains.
+        helm_text(&text).replace(&target.namespace, "{{ .Release.Namespace | quote }}")
     } else {
         text
     };
@@ -148,41 +182,55 @@ pub fn yaml_block(value: &Value, indent: usize, helm: bool) -> Result<String, St
     Ok(out)
 }
 
-/// `{{yaml VALUE INDENT}}`, with `helm=false` for files Helm does not template (`crds/`).
-fn yaml_helper(
-    h: &Helper<'_>,
-    _: &Handlebars<'_>,
-    _: &Context,
-    _: &mut RenderContext<'_, '_>,
-    out: &mut dyn Output,
-) -> HelperResult {
-    let value = h
-        .param(0)
-        .ok_or_else(|| RenderErrorReason::ParamNotFoundForIndex("yaml", 0))?;
-    let indent = h.param(1).and_then(|p| p.value().as_u64()).unwrap_or(0) as usize;
-    let helm = h
-        .hash_get("helm")
-        .and_then(|v| v.value().as_bool())
-        .unwrap_or(true);
-    let text = yaml_block(value.value(), indent, helm)
-        .map_err(|e| RenderErrorReason::Other(format!("yaml: {e}")))?;
-    out.write(&text)?;
-    Ok(())
+/// `{{yaml VALUE INDENT}}`. (A `helm=false` hash argument of older templates is ignored: the
+/// output path decides the escaping.)
+struct YamlHelper(Target);
+
+impl handlebars::HelperDef for YamlHelper {
+    fn call<'reg: 'rc, 'rc>(
+        &self,
+        h: &Helper<'rc>,
+        _: &'reg Handlebars<'reg>,
+        _: &'rc Context,
+        _: &mut RenderContext<'reg, 'rc>,
+        out: &mut dyn Output,
+    ) -> HelperResult {
+        let value = h
+            .param(0)
+            .ok_or_else(|| RenderErrorReason::ParamNotFoundForIndex("yaml", 0))?;
+        let indent = h.param(1).and_then(|p| p.value().as_u64()).unwrap_or(0) as usize;
+        let text = yaml_block(value.value(), indent, &self.0)
+            .map_err(|e| RenderErrorReason::Other(format!("yaml: {e}")))?;
+        out.write(&text)?;
+        Ok(())
+    }
 }
 
-/// `{{json VALUE}}`: the value as one line of JSON (a valid YAML flow value, strings quoted).
-fn json_helper(
-    h: &Helper<'_>,
-    _: &Handlebars<'_>,
-    _: &Context,
-    _: &mut RenderContext<'_, '_>,
-    out: &mut dyn Output,
-) -> HelperResult {
-    let value = h
-        .param(0)
-        .ok_or_else(|| RenderErrorReason::ParamNotFoundForIndex("json", 0))?;
-    out.write(&value.value().to_string())?;
-    Ok(())
+/// `{{json VALUE}}`: the value as one line of JSON (a valid YAML flow value, strings quoted),
+/// escaped for a Helm template, where the namespace stand-in may also be part of a string.
+struct JsonHelper(Target);
+
+impl handlebars::HelperDef for JsonHelper {
+    fn call<'reg: 'rc, 'rc>(
+        &self,
+        h: &Helper<'rc>,
+        _: &'reg Handlebars<'reg>,
+        _: &'rc Context,
+        _: &mut RenderContext<'reg, 'rc>,
+        out: &mut dyn Output,
+    ) -> HelperResult {
+        let value = h
+            .param(0)
+            .ok_or_else(|| RenderErrorReason::ParamNotFoundForIndex("json", 0))?;
+        let text = value.value().to_string();
+        let text = if self.0.helm {
+            helm_text(&text).replace(&self.0.namespace, "{{ .Release.Namespace }}")
+        } else {
+            text
+        };
+        out.write(&text)?;
+        Ok(())
+    }
 }
 
 /// Where the templates come from: the embedded defaults, each replaced by a file of the same
@@ -211,9 +259,19 @@ fn hbs_files(dir: &Path, base: &Path, out: &mut Vec<String>) -> Result<()> {
     for e in entries {
         let path = e.path();
         let ft = e.file_type().map_err(|err| Error::io(&path, err))?;
+        let hbs = path.extension().is_some_and(|x| x == "hbs");
         if ft.is_dir() {
             hbs_files(&path, base, out)?;
-        } else if ft.is_file() && path.extension().is_some_and(|x| x == "hbs") {
+        } else if ft.is_symlink() && std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
+            // A linked directory could lead back to its parent; templates are files.
+            return Err(Error::invalid(
+                &path,
+                "is a symlink to a directory; template directories are not followed through symlinks",
+            ));
+        } else if hbs {
+            // Regular files, symlinks and anything else named `*.hbs`: `Templates::load` reads
+            // them through `opship_core::input`, which refuses what is not a regular file
+            // inside the templates directory.
             let rel = path
                 .strip_prefix(base)
                 .map_err(|_| Error::invalid(&path, "outside the templates directory"))?;
@@ -239,7 +297,11 @@ impl Templates {
             hbs_files(dir, dir, &mut names)?;
             for name in names {
                 let path = dir.join(&name);
-                let source = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+                let source = opship_core::input::read_string_in_tree(
+                    dir,
+                    &path,
+                    opship_core::input::Kind::Manifest,
+                )?;
                 let shown = path.display().to_string();
                 match loaded.iter_mut().find(|l| l.name == name) {
                     Some(l) => {
@@ -429,19 +491,92 @@ fn file_safe(s: &str) -> String {
         .collect()
 }
 
+/// A Handlebars registry of every template whose output goes to `target`.
+fn registry<'a>(loaded: &[Loaded], target: Target) -> Result<Handlebars<'a>> {
+    let mut hb = Handlebars::new();
+    hb.set_strict_mode(true);
+    if target.helm {
+        hb.register_escape_fn(helm_text);
+    } else {
+        hb.register_escape_fn(handlebars::no_escape);
+    }
+    hb.register_helper("yaml", Box::new(YamlHelper(target.clone())));
+    hb.register_helper("json", Box::new(JsonHelper(target)));
+    // Every template in both registries, so partials work whatever the output.
+    for l in loaded {
+        hb.register_template_string(&l.name, &l.source)
+            .map_err(|e| template_error(&l.shown, &e))?;
+    }
+    Ok(hb)
+}
+
+/// The chart file a CRD of the context is rendered into.
+fn crd_file_path(model: &Model, crd: &Value) -> String {
+    crd_path(
+        model,
+        &file_safe(crd["file"].as_str().unwrap_or("crd.yaml")),
+    )
+}
+
+/// The chart file an object of the context is rendered into.
+fn object_file_path(obj: &Value) -> String {
+    let file = file_safe(&format!(
+        "{}-{}.yaml",
+        obj["kind"].as_str().unwrap_or("object").to_lowercase(),
+        obj["name"].as_str().unwrap_or("unnamed")
+    ));
+    format!("templates/objects/{file}")
+}
+
+/// The bundle object a chart file is rendered from (`CustomResourceDefinition
+/// \`x.example.com\``), for messages about that file.
+pub fn origin_of(model: &Model, path: &str) -> Option<String> {
+    let ctx = &model.context;
+    for crd in ctx["crds"].as_array().into_iter().flatten() {
+        if crd_file_path(model, crd) == path {
+            return Some(format!(
+                "CustomResourceDefinition `{}`",
+                crd["name"].as_str().unwrap_or_default()
+            ));
+        }
+    }
+    for obj in ctx["objects"].as_array().into_iter().flatten() {
+        if object_file_path(obj) == path {
+            return Some(format!(
+                "{} `{}`",
+                obj["kind"].as_str().unwrap_or_default(),
+                obj["name"].as_str().unwrap_or_default()
+            ));
+        }
+    }
+    None
+}
+
 /// Renders every template for `model`. Nothing touches the disk; the caller writes the
 /// result atomically.
 pub fn render(model: &Model, templates: &Templates) -> Result<Files> {
     let loaded = templates.load()?;
-    let mut hb = Handlebars::new();
-    hb.set_strict_mode(true);
-    hb.register_escape_fn(handlebars::no_escape);
-    hb.register_helper("yaml", Box::new(yaml_helper));
-    hb.register_helper("json", Box::new(json_helper));
-    for l in &loaded {
-        hb.register_template_string(&l.name, &l.source)
-            .map_err(|e| template_error(&l.shown, &e))?;
-    }
+    let helm = registry(
+        &loaded,
+        Target {
+            helm: true,
+            namespace: model.release_namespace.clone(),
+        },
+    )?;
+    let plain = registry(
+        &loaded,
+        Target {
+            helm: false,
+            namespace: model.release_namespace.clone(),
+        },
+    )?;
+    let for_path = |path: &str| {
+        if path.starts_with("templates/") {
+            &helm
+        } else {
+            &plain
+        }
+    };
     let mut files = Files::new();
     let mut emit = |path: String, text: String, l: &Loaded| -> Result<()> {
         if text.trim().is_empty() {
@@ -467,10 +602,10 @@ pub fn render(model: &Model, templates: &Templates) -> Result<Files> {
     for l in &loaded {
         match l.scope {
             Scope::Once => {
-                let text = hb
+                let path = l.name.trim_end_matches(".hbs").to_owned();
+                let text = for_path(&path)
                     .render(&l.name, ctx)
                     .map_err(|e| render_error(&l.shown, &e))?;
-                let path = l.name.trim_end_matches(".hbs").to_owned();
                 emit(path, text, l)?;
             }
             Scope::PerCrd => {
@@ -481,11 +616,11 @@ pub fn render(model: &Model, templates: &Templates) -> Result<Files> {
                         "webhooks": ctx["webhooks"],
                         "crd": crd,
                     });
-                    let text = hb
+                    let path = crd_file_path(model, crd);
+                    let text = for_path(&path)
                         .render(&l.name, &item_ctx)
                         .map_err(|e| render_error(&l.shown, &e))?;
-                    let file = file_safe(crd["file"].as_str().unwrap_or("crd.yaml"));
-                    emit(crd_path(model, &file), text, l)?;
+                    emit(path, text, l)?;
                 }
             }
             Scope::PerObject => {
@@ -494,15 +629,11 @@ pub fn render(model: &Model, templates: &Templates) -> Result<Files> {
                         "chart": ctx["chart"],
                         "object": obj,
                     });
-                    let text = hb
+                    let path = object_file_path(obj);
+                    let text = for_path(&path)
                         .render(&l.name, &item_ctx)
                         .map_err(|e| render_error(&l.shown, &e))?;
-                    let file = file_safe(&format!(
-                        "{}-{}.yaml",
-                        obj["kind"].as_str().unwrap_or("object").to_lowercase(),
-                        obj["name"].as_str().unwrap_or("unnamed")
-                    ));
-                    emit(format!("templates/objects/{file}"), text, l)?;
+                    emit(path, text, l)?;
                 }
             }
         }
@@ -516,12 +647,130 @@ mod tests {
 
     #[test]
     fn yaml_escapes_helm_delimiters() {
-        let v = json!({"d": "use {{ .Values.x }} here", "ns": RELEASE_NAMESPACE});
-        let out = yaml_block(&v, 2, true).unwrap();
+        let ns = "__NS__".to_owned();
+        let v = json!({"d": "use {{ .Values.x }} here", "ns": ns});
+        let target = Target {
+            helm: true,
+            namespace: ns,
+        };
+        let out = yaml_block(&v, 2, &target).unwrap();
         assert!(out.contains(r#"{{ "{{" }} .Values.x {{ "}}" }}"#), "{out}");
         assert!(out.contains("{{ .Release.Namespace | quote }}"), "{out}");
         assert!(check_helm_actions(&out).is_ok());
         assert!(out.lines().all(|l| l.starts_with("  ")));
+    }
+
+    /// What Go's text/template does with escaped text: literal text is copied, a
+    /// `{{ "..." }}` action (the only action `helm_text` writes) prints its string, and any
+    /// other action is shown as `<action>`, so data that became code is visible.
+    fn go_template_output(text: &str) -> Result<String, String> {
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some(i) = rest.find("{{") {
+            out.push_str(&rest[..i]);
+            let action = &rest[i + 2..];
+            if let Some(body) = action.strip_prefix(" \"") {
+                let end = body
+                    .find("\" }}")
+                    .ok_or_else(|| format!("unterminated: {rest}"))?;
+                out.push_str(&body[..end]);
+                rest = &body[end + 4..];
+            } else {
+                let end = action
+                    .find("}}")
+                    .ok_or_else(|| format!("unterminated: {rest}"))?;
+                out.push_str(&format!("<{}>", action[..end].trim()));
+                rest = &action[end + 2..];
+            }
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+
+    #[test]
+    fn helm_text_round_trips_and_leaves_no_action() {
+        let cases = [
+            "plain text",
+            "{{ .Values.pwned }}",
+            "{{ include \"x\" . }}",
+            "{{/* comment",
+            "}}",
+            "{",
+            "}",
+            "a{",
+            "}a",
+            "{{{",
+            "}}}",
+            "{}{}",
+            "x {}\ny: {\"a\": {\"b\": 1}}",
+            "{{- trim -}}",
+            "\"{{\" }} {{ \"}}\"",
+            "emptyDir: {}",
+            "",
+        ];
+        for c in cases {
+            let escaped = helm_text(c);
+            assert!(check_helm_actions(&escaped).is_ok(), "{c:?} -> {escaped:?}");
+            // Whatever the template puts around it, the data stays text: no brace of the
+            // data joins a brace of the template into an action.
+            for (before, after, shown_before, shown_after) in [
+                ("", "", "", ""),
+                ("{{ .A }}", "{{ .B }}", "<.A>", "<.B>"),
+                ("x", "y", "x", "y"),
+            ] {
+                let joined = format!("{before}{escaped}{after}");
+                assert_eq!(
+                    go_template_output(&joined),
+                    Ok(format!("{shown_before}{c}{shown_after}")),
+                    "{c:?} -> {joined:?}"
+                );
+            }
+        }
+        assert_eq!(
+            helm_text("a {} b"),
+            "a {} b",
+            "harmless braces stay as they are"
+        );
+        // Without the escape the check on the test's own model of Go sees the code.
+        assert_eq!(
+            go_template_output("a{{ .Values.x }}").unwrap(),
+            "a<.Values.x>"
+        );
+    }
+
+    /// `{{value}}`, `{{json value}}` and `{{yaml value}}` all escape for a Helm template and
+    /// none does for a file Helm does not execute.
+    #[test]
+    fn every_way_into_a_template_is_escaped() {
+        let loaded = [Loaded {
+            name: "t".into(),
+            shown: "t".into(),
+            source: "a: {{x}}\nb: {{json x}}\nc:\n{{yaml y 2}}\n".into(),
+            scope: Scope::Once,
+        }];
+        let ctx = json!({"x": "{{ .Values.p }}", "y": {"k": "}} {{"}});
+        let target = |helm| Target {
+            helm,
+            namespace: "__NS__".into(),
+        };
+        let helm = registry(&loaded, target(true))
+            .unwrap()
+            .render("t", &ctx)
+            .unwrap();
+        assert_eq!(
+            go_template_output(&helm).unwrap(),
+            "a: {{ .Values.p }}\nb: \"{{ .Values.p }}\"\nc:\n  k: \"}} {{\"\n",
+            "{helm}"
+        );
+        assert!(!helm.contains("{{ .Values.p }}"), "{helm}");
+        let plain = registry(&loaded, target(false))
+            .unwrap()
+            .render("t", &ctx)
+            .unwrap();
+        assert_eq!(
+            plain,
+            "a: {{ .Values.p }}\nb: \"{{ .Values.p }}\"\nc:\n  k: \"}} {{\"\n"
+        );
     }
 
     #[test]

@@ -56,7 +56,12 @@ fn main() {
             continue;
         };
         if let Ok(b) = bundle::generate(inputs.clone(), &opts) {
-            bundle::write_atomic(&b.files, &out.path().join(i.to_string())).unwrap();
+            bundle::write_dir(
+                &b.files,
+                &out.path().join(i.to_string()),
+                opship_core::output::Overwrite::Refuse,
+            )
+            .unwrap();
             written += 1;
             cases.push((inputs, opts));
         }

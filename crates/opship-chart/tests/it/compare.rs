@@ -422,6 +422,14 @@ pub fn check_bundle_with(
         let service = &by_key
             .get(&("Service".to_owned(), svc.to_owned()))
             .unwrap_or_else(|| panic!("{what}: webhook service {svc} not rendered"))[0];
+        let dns = json!(format!("{svc}.ops.svc"));
+        assert!(
+            rendered.iter().any(|(_, v)| v["kind"] == "Certificate"
+                && v["spec"]["dnsNames"]
+                    .as_array()
+                    .is_some_and(|n| n.contains(&dns))),
+            "{what}: no serving certificate for {dns}"
+        );
         let dep = d["deploymentName"].as_str().unwrap();
         let dep_obj = &by_key[&("Deployment".to_owned(), dep.to_owned())][0];
         assert_eq!(

@@ -171,7 +171,13 @@ fn lint_all(part: usize, parts: usize) {
         )
         .unwrap_or_else(|e| panic!("{}: {e}", d.display()));
         let dir = tmp.path().join(i.to_string()).join(&chart.name);
-        opship_chart::write_dir(&chart.files, &dir).unwrap();
+        opship_chart::write_dir(
+            &chart.files,
+            &dir,
+            opship_chart::CHART_DIR,
+            opship_chart::Overwrite::Refuse,
+        )
+        .unwrap();
         charts.push((d.clone(), dir.display().to_string()));
     }
     let mut args = vec!["lint-many".to_owned()];

@@ -5,6 +5,7 @@
 
 mod compare;
 mod corpus;
+mod hostile;
 mod package;
 mod sample;
 mod snapshot;
@@ -113,6 +114,12 @@ pub fn render_to_temp(
         .unwrap_or_else(|e| panic!("{}: {e}", bundle.display()));
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join(&chart.name);
-    opship_chart::write_dir(&chart.files, &dir).unwrap();
+    opship_chart::write_dir(
+        &chart.files,
+        &dir,
+        opship_chart::CHART_DIR,
+        opship_chart::Overwrite::Refuse,
+    )
+    .unwrap();
     (tmp, dir, chart)
 }

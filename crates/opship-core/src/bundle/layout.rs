@@ -2,7 +2,7 @@
 //! directory, and the drift check that compares a generated bundle with a committed one.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::manifest::Object;
@@ -90,52 +90,6 @@ pub fn check_size(files: &Files) -> Result<()> {
             "the bundle's files would hold {total} bytes, more than the {MAX_TOTAL_BYTES} a bundle may have; nothing written"
         )));
     }
-    Ok(())
-}
-
-/// Writes `files` as the whole content of `dir`: into a temporary sibling directory first,
-/// which then replaces `dir` by rename. If anything fails, `dir` is left as it was. Files in
-/// `dir` that the new bundle lacks (renamed or removed objects) are gone afterwards.
-pub fn write_atomic(files: &Files, dir: &Path) -> Result<()> {
-    let parent = match dir.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&parent).map_err(|e| Error::io(&parent, e))?;
-    let base = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "bundle".into());
-    let tmp = tempfile::Builder::new()
-        .prefix(&format!(".{base}.new-"))
-        .tempdir_in(&parent)
-        .map_err(|e| Error::io(&parent, e))?;
-    for (rel, bytes) in files {
-        let path = tmp.path().join(rel);
-        if let Some(p) = path.parent() {
-            std::fs::create_dir_all(p).map_err(|e| Error::io(dir.join(rel), e))?;
-        }
-        std::fs::write(&path, bytes).map_err(|e| Error::io(dir.join(rel), e))?;
-    }
-    if dir.exists() {
-        let old = tempfile::Builder::new()
-            .prefix(&format!(".{base}.old-"))
-            .tempdir_in(&parent)
-            .map_err(|e| Error::io(&parent, e))?;
-        let old_path = old.path().join("b");
-        std::fs::rename(dir, &old_path).map_err(|e| Error::io(dir, e))?;
-        if let Err(e) = std::fs::rename(tmp.path(), dir) {
-            // Put the old bundle back before reporting.
-            let _ = std::fs::rename(&old_path, dir);
-            return Err(Error::io(dir, e));
-        }
-        // `old` is removed with the previous bundle in it when dropped.
-        drop(old);
-    } else {
-        std::fs::rename(tmp.path(), dir).map_err(|e| Error::io(dir, e))?;
-    }
-    // The temporary directory was renamed away; keep tempfile from deleting the new bundle.
-    let _ = tmp.keep();
     Ok(())
 }
 

@@ -21,9 +21,7 @@ use crate::manifest::Object;
 use crate::yaml;
 
 pub use collect::ALLOWED_KINDS;
-pub use layout::{
-    Drift, Files, MAX_FILES, MAX_TOTAL_BYTES, TARGET, check_size, drift, write_atomic, write_dir,
-};
+pub use layout::{Drift, Files, MAX_FILES, MAX_TOTAL_BYTES, TARGET, check_size, drift, write_dir};
 pub use metadata::Metadata;
 
 /// Everything about the release that is not in the manifests.
