@@ -318,8 +318,17 @@ fn handle(client: TcpStream, upstream: &str, rules: &Mutex<Vec<Rule>>, log: &Mut
 /// Runs `cmd` to completion, but kills it after `limit`: a hang fails the test (with
 /// `killed`) instead of hanging it. `limit` is a generous bound, not a measurement.
 pub(crate) fn run_bounded(cmd: &mut Command, limit: Duration) -> (crate::Run, bool) {
+    run_bounded_stdin(cmd, Stdio::null(), limit)
+}
+
+/// [`run_bounded`] with `stdin` as standard input.
+pub(crate) fn run_bounded_stdin(
+    cmd: &mut Command,
+    stdin: Stdio,
+    limit: Duration,
+) -> (crate::Run, bool) {
     let mut child = cmd
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
