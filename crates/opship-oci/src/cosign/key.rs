@@ -492,4 +492,43 @@ mod tests {
             .to_string();
         assert!(e.contains("not the cosign JSON envelope"), "{e}");
     }
+
+    /// cosign's envelope with these scrypt parameters, as a PEM file.
+    fn envelope(n: u64, r: u32, ciphertext: &[u8]) -> String {
+        let json = format!(
+            r#"{{"kdf":{{"name":"scrypt","params":{{"N":{n},"r":{r},"p":1}},"salt":"{}"}},"cipher":{{"name":"nacl/secretbox","nonce":"{}"}},"ciphertext":"{}"}}"#,
+            STANDARD.encode([1u8; 32]),
+            STANDARD.encode([2u8; 24]),
+            STANDARD.encode(ciphertext)
+        );
+        format!(
+            "-----BEGIN {SIGSTORE_LABEL}-----\n{}\n-----END {SIGSTORE_LABEL}-----\n",
+            STANDARD.encode(json)
+        )
+    }
+
+    #[test]
+    fn parameters_are_checked_before_any_derivation() {
+        let p = Path::new("k.key");
+        // 2^40 × 128 × r bytes of scrypt memory: refused by parse, which derives nothing.
+        for (n, r) in [(1u64 << 40, 8), (32768, 1 << 20), (1 << 14, 8), (0, 8)] {
+            let e = EncryptedKey::parse(envelope(n, r, &[0; 64]).as_bytes(), p)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("unsupported scrypt parameters"), "{e}");
+        }
+        let e = EncryptedKey::parse(envelope(32768, 8, &[0; 16]).as_bytes(), p)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("too short for a sealed key"), "{e}");
+        for n in SCRYPT_N {
+            let key = EncryptedKey::parse(envelope(n, 8, &[0; 64]).as_bytes(), p).unwrap();
+            assert_eq!(key.scrypt_n(), n);
+        }
+        // Not PKCS#8, and PKCS#8 of a P-256 key.
+        let e = PrivateKey::from_pkcs8_der(b"\x30\x03\x02\x01\x00", p)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("k.key: the decrypted key is not PKCS#8"), "{e}");
+    }
 }
