@@ -241,8 +241,8 @@ pub struct RegistryArgs {
         default_value_t = 60.0
     )]
     pub timeout: f64,
-    /// Retries of a request after 5xx, 429, a dropped connection or a timeout (backoff 250 ms,
-    /// doubling).
+    /// Retries of a request after 408, 429, 500, 502, 503, 504, a dropped connection or a
+    /// timeout (backoff 250 ms, doubling); other answers are final.
     #[arg(
         long,
         env = "OPSHIP_REGISTRY_RETRIES",

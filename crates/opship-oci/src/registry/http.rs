@@ -592,9 +592,10 @@ impl Http {
         let request = format!("{} {final_url}", req.method);
         // A redirect may lead elsewhere (blob storage); only the registry's own answers say
         // whether it is a registry.
-        let from_registry_host = final_url
-            .host_str()
-            .is_some_and(|h| self.host.split(':').next() == Some(h) || self.host == h);
+        let from_registry_host = Url::parse(&req.url).is_ok_and(|asked| {
+            asked.host_str() == final_url.host_str()
+                && asked.port_or_known_default() == final_url.port_or_known_default()
+        });
         let error = if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
             Error::Unauthorized {
                 registry: self.host.clone(),
