@@ -373,7 +373,11 @@ fn assert_blobs_intact(layout: &Path) {
     for e in std::fs::read_dir(&blobs).unwrap() {
         let e = e.unwrap();
         let name = e.file_name().to_string_lossy().into_owned();
-        assert!(!name.starts_with('.'), "leftover {name} in {}", blobs.display());
+        assert!(
+            !name.starts_with('.'),
+            "leftover {name} in {}",
+            blobs.display()
+        );
         let bytes = std::fs::read(e.path()).unwrap();
         assert_eq!(
             opship_core::image::oci::Digest::of(&bytes).hex(),
@@ -709,7 +713,11 @@ fn failed_pull(
         bounded(home, retries).args(["pull", reference, &format!("{}:pulled", layout.display())]),
         BOUND,
     );
-    assert!(!killed, "pull of {reference} still running after {BOUND:?}: {}", r.stderr);
+    assert!(
+        !killed,
+        "pull of {reference} still running after {BOUND:?}: {}",
+        r.stderr
+    );
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert_eq!(r.stdout, "", "{}", r.stdout);
     assert_eq!(
@@ -797,10 +805,18 @@ fn hostile_answers_to_a_pull_fail_clearly_in_bounded_time_and_change_nothing() {
         .iter()
         .find_map(|l| l.strip_prefix("endless wrote ")?.parse().ok())
         .expect("endless answer logged");
-    assert!(wrote < 64 << 20, "{wrote} bytes went out before opship hung up");
+    assert!(
+        wrote < 64 << 20,
+        "{wrote} bytes went out before opship hung up"
+    );
 
     // An endless manifest: refused past the 4 MiB manifest limit.
-    proxy.script(vec![rule("GET", "/manifests/v1", Fault::Endless, usize::MAX)]);
+    proxy.script(vec![rule(
+        "GET",
+        "/manifests/v1",
+        Fault::Endless,
+        usize::MAX,
+    )]);
     let r = failed_pull(&home, &image, 3, &target, &index, &layer);
     assert!(
         r.stderr.contains(&format!(
@@ -862,7 +878,11 @@ fn a_web_server_is_not_taken_for_a_registry() {
     let image = format!("{}/web/site:v1", proxy.addr);
     let target = tmp.path().join("pulled");
     for args in [
-        vec!["pull".to_owned(), image.clone(), format!("{}:x", target.display())],
+        vec![
+            "pull".to_owned(),
+            image.clone(),
+            format!("{}:x", target.display()),
+        ],
         vec!["inspect".to_owned(), image.clone()],
         vec!["push".to_owned(), src.clone(), image.clone()],
     ] {
@@ -880,13 +900,28 @@ fn a_web_server_is_not_taken_for_a_registry() {
         );
         // A short quote, never the whole page.
         assert!(!r.stderr.contains("END-OF-PAGE-MARKER"), "{}", r.stderr);
-        assert!(r.stderr.len() < 1500, "{} bytes: {}", r.stderr.len(), r.stderr);
+        assert!(
+            r.stderr.len() < 1500,
+            "{} bytes: {}",
+            r.stderr.len(),
+            r.stderr
+        );
     }
     assert!(!target.exists());
     // Not retried: the answer is final (one GET each by pull, inspect and push's look at
     // the tag; one POST per blob).
-    assert_eq!(proxy.count("/manifests/v1 -> Html404"), 3, "{:?}", proxy.log());
-    assert_eq!(proxy.count("/blobs/uploads/ -> Html404"), 2, "{:?}", proxy.log());
+    assert_eq!(
+        proxy.count("/manifests/v1 -> Html404"),
+        3,
+        "{:?}",
+        proxy.log()
+    );
+    assert_eq!(
+        proxy.count("/blobs/uploads/ -> Html404"),
+        2,
+        "{:?}",
+        proxy.log()
+    );
 }
 
 #[test]
@@ -935,7 +970,11 @@ fn answers_that_never_change_are_not_retried() {
         "{}",
         r.stderr
     );
-    assert_eq!(proxy.count("/blobs/uploads/ -> Status(505)"), 2, "one per blob");
+    assert_eq!(
+        proxy.count("/blobs/uploads/ -> Status(505)"),
+        2,
+        "one per blob"
+    );
     assert_eq!(manifest_status(&reg.addr, "b/bundle", "v1"), 404);
 
     // A 503 still is retried, and the push goes through.

@@ -404,8 +404,18 @@ fn credential_files_and_passwords_that_are_no_files_are_refused() {
     let not_regular = "is not a regular file (a FIFO, socket or device); a password or \
                        credentials file must be a regular file";
     let cases: [(&str, &str, &Path, &str); 4] = [
-        ("REGISTRY_AUTH_FILE", "/dev/zero", Path::new("/dev/zero"), not_regular),
-        ("REGISTRY_AUTH_FILE", pipe.to_str().unwrap(), &pipe, not_regular),
+        (
+            "REGISTRY_AUTH_FILE",
+            "/dev/zero",
+            Path::new("/dev/zero"),
+            not_regular,
+        ),
+        (
+            "REGISTRY_AUTH_FILE",
+            pipe.to_str().unwrap(),
+            &pipe,
+            not_regular,
+        ),
         (
             "REGISTRY_AUTH_FILE",
             huge.to_str().unwrap(),

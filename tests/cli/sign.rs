@@ -1091,7 +1091,11 @@ fn sign_and_verify_with_registry_credentials() {
 /// A FIFO at `path` (nothing ever writes to it: opening it for reading would block).
 fn fifo(path: &Path) {
     let out = Command::new("mkfifo").arg(path).output().unwrap();
-    assert!(out.status.success(), "mkfifo: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "mkfifo: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -1122,8 +1126,18 @@ fn key_and_password_files_that_are_no_files_are_refused() {
     // (what, arguments, the file named, why)
     let not_regular = "is not a regular file (a FIFO, socket or device)";
     let cases = [
-        ("sign --key /dev/zero", os(&[&"sign", &"--key", &zero]), zero, not_regular),
-        ("sign --key FIFO", os(&[&"sign", &"--key", &pipe]), &*pipe, not_regular),
+        (
+            "sign --key /dev/zero",
+            os(&[&"sign", &"--key", &zero]),
+            zero,
+            not_regular,
+        ),
+        (
+            "sign --key FIFO",
+            os(&[&"sign", &"--key", &pipe]),
+            &*pipe,
+            not_regular,
+        ),
         (
             "sign --key of 1 MiB",
             os(&[&"sign", &"--key", &huge]),
@@ -1142,8 +1156,18 @@ fn key_and_password_files_that_are_no_files_are_refused() {
             &*pipe,
             not_regular,
         ),
-        ("verify --key /dev/zero", os(&[&"verify", &"--key", &zero]), zero, not_regular),
-        ("verify --key FIFO", os(&[&"verify", &"--key", &pipe]), &*pipe, not_regular),
+        (
+            "verify --key /dev/zero",
+            os(&[&"verify", &"--key", &zero]),
+            zero,
+            not_regular,
+        ),
+        (
+            "verify --key FIFO",
+            os(&[&"verify", &"--key", &pipe]),
+            &*pipe,
+            not_regular,
+        ),
         (
             "key generate --password-file FIFO",
             os(&[

@@ -303,16 +303,15 @@ impl Registry {
             .await?
             .ok_or_else(|| Error::Input(format!("{}: no manifest", source.whole())))?;
         let what = api::manifest_what(source);
-        let value: serde_json::Value = serde_json::from_slice(&fetched.bytes).map_err(|e| {
-            Error::Registry {
+        let value: serde_json::Value =
+            serde_json::from_slice(&fetched.bytes).map_err(|e| Error::Registry {
                 registry: self.host.clone(),
                 status: "an unusable answer".into(),
                 answer: format!(
                     "the {what} is not JSON ({e}): {}",
                     http::quote(&fetched.bytes)
                 ),
-            }
-        })?;
+            })?;
         let media_type = value
             .get("mediaType")
             .and_then(|v| v.as_str())
@@ -357,9 +356,7 @@ impl Registry {
                         use std::os::unix::fs::PermissionsExt;
                         builder.permissions(std::fs::Permissions::from_mode(0o644));
                     }
-                    builder
-                        .tempfile_in(&dir)
-                        .map_err(|e| Error::io(&dir, e))
+                    builder.tempfile_in(&dir).map_err(|e| Error::io(&dir, e))
                 },
                 |file, chunk| {
                     use std::io::Write;

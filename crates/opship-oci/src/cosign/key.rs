@@ -143,7 +143,12 @@ pub struct EncryptedKey {
 
 impl std::fmt::Debug for EncryptedKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "EncryptedKey({}, scrypt N={})", self.path.display(), self.n)
+        write!(
+            f,
+            "EncryptedKey({}, scrypt N={})",
+            self.path.display(),
+            self.n
+        )
     }
 }
 
@@ -529,6 +534,9 @@ mod tests {
         let e = PrivateKey::from_pkcs8_der(b"\x30\x03\x02\x01\x00", p)
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("k.key: the decrypted key is not PKCS#8"), "{e}");
+        assert!(
+            e.starts_with("k.key: the decrypted key is not PKCS#8"),
+            "{e}"
+        );
     }
 }

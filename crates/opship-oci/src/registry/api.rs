@@ -186,7 +186,12 @@ impl Registry {
     }
 
     /// Whether the repository of `r` has the blob.
-    pub(crate) async fn has_blob(&self, r: &Reference, digest: &Digest, push: bool) -> Result<bool> {
+    pub(crate) async fn has_blob(
+        &self,
+        r: &Reference,
+        digest: &Digest,
+        push: bool,
+    ) -> Result<bool> {
         self.http
             .retry(|| async {
                 let req = Request::new(
@@ -303,9 +308,8 @@ impl Registry {
         scopes.push(scope(from.repository(), false));
         self.http
             .retry(|| async {
-                let mut url = reqwest::Url::parse(&self.repo_url(r, "blobs/uploads/")).map_err(
-                    |e| Failure::from(Error::Input(format!("upload URL: {e}"))),
-                )?;
+                let mut url = reqwest::Url::parse(&self.repo_url(r, "blobs/uploads/"))
+                    .map_err(|e| Failure::from(Error::Input(format!("upload URL: {e}"))))?;
                 url.query_pairs_mut()
                     .append_pair("mount", digest.as_str())
                     .append_pair("from", from.repository());
@@ -364,7 +368,8 @@ impl Registry {
                     location
                         .query_pairs_mut()
                         .append_pair("digest", digest.as_str());
-                    let mut req = Request::new(Method::PUT, location.as_str(), self.scopes(r, true));
+                    let mut req =
+                        Request::new(Method::PUT, location.as_str(), self.scopes(r, true));
                     if !chunked {
                         req = req.body(data.clone(), octet_stream());
                     }
@@ -411,7 +416,10 @@ impl Registry {
                     Failure::from(Error::Registry {
                         registry: self.host.clone(),
                         status: "an unusable answer".into(),
-                        answer: format!("{what} is not tag list JSON ({e}): {}", http::quote(&bytes)),
+                        answer: format!(
+                            "{what} is not tag list JSON ({e}): {}",
+                            http::quote(&bytes)
+                        ),
                     })
                 })?;
                 Ok(t.tags.unwrap_or_default())
@@ -421,7 +429,11 @@ impl Registry {
 
     /// `GET /v2/<repo>/referrers/<digest>`: the image index, or `None` for any answer that is
     /// not one (no referrers API).
-    pub(crate) async fn get_referrers(&self, r: &Reference, digest: &Digest) -> Result<Option<Vec<u8>>> {
+    pub(crate) async fn get_referrers(
+        &self,
+        r: &Reference,
+        digest: &Digest,
+    ) -> Result<Option<Vec<u8>>> {
         let what = format!("the referrers of {digest} in {}", r.repository());
         let index = opship_core::image::oci::media::OCI_INDEX;
         self.http
@@ -444,7 +456,12 @@ impl Registry {
                 }
                 let bytes = self
                     .http
-                    .read(res, http::MANIFEST_LIMIT, "the limit for an image index", &what)
+                    .read(
+                        res,
+                        http::MANIFEST_LIMIT,
+                        "the limit for an image index",
+                        &what,
+                    )
                     .await?;
                 Ok(Some(bytes))
             })
@@ -455,7 +472,11 @@ impl Registry {
     pub(crate) async fn ping(&self, probe_scope: String) -> Result<()> {
         self.http
             .retry(|| async {
-                let req = Request::new(Method::GET, self.http.url("/v2/"), vec![probe_scope.clone()]);
+                let req = Request::new(
+                    Method::GET,
+                    self.http.url("/v2/"),
+                    vec![probe_scope.clone()],
+                );
                 self.http.expect(&req, &[StatusCode::OK]).await.map(|_| ())
             })
             .await

@@ -338,10 +338,9 @@ impl Http {
         };
         match (challenge, &self.auth) {
             (Challenge::Unknown, _) => Ok((builder, Sent::Nothing)),
-            (Challenge::Basic, Auth::Basic { username, password }) => Ok((
-                builder.basic_auth(username, Some(password)),
-                Sent::Basic,
-            )),
+            (Challenge::Basic, Auth::Basic { username, password }) => {
+                Ok((builder.basic_auth(username, Some(password)), Sent::Basic))
+            }
             (Challenge::Basic, Auth::Anonymous) => Ok((builder, Sent::Nothing)),
             (Challenge::Bearer { realm, service }, _) => {
                 let token = match cached {
@@ -383,7 +382,12 @@ impl Http {
 
     /// A bearer token for `scopes` from the token service `realm`, with the credentials when
     /// there are any (anonymous tokens otherwise).
-    async fn token(&self, realm: &str, service: Option<&str>, scopes: &[String]) -> Attempt<String> {
+    async fn token(
+        &self,
+        realm: &str,
+        service: Option<&str>,
+        scopes: &[String],
+    ) -> Attempt<String> {
         let mut url = Url::parse(realm).map_err(|e| {
             Failure::from(Error::Registry {
                 registry: self.host.clone(),
@@ -744,10 +748,7 @@ pub(crate) fn quote(body: &[u8]) -> String {
     let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut out: String = folded.chars().take(QUOTE_CHARS).collect();
     if out.len() < folded.len() {
-        out.push_str(&format!(
-            "… ({} bytes in all)",
-            body.len()
-        ));
+        out.push_str(&format!("… ({} bytes in all)", body.len()));
     }
     out
 }
@@ -783,7 +784,10 @@ mod tests {
         let q = describe_body(page.as_bytes());
         assert!(q.starts_with("<html> <body>xxx"), "{q}");
         assert!(q.chars().count() < QUOTE_CHARS + 40, "{q}");
-        assert!(q.ends_with(&format!("({} bytes in all)", page.len())), "{q}");
+        assert!(
+            q.ends_with(&format!("({} bytes in all)", page.len())),
+            "{q}"
+        );
     }
 
     #[test]
@@ -807,7 +811,10 @@ mod tests {
             HeaderValue::from_static(r#"Basic realm="Registry Realm""#),
         );
         assert!(matches!(parse_challenge(&h), Some(Challenge::Basic)));
-        h.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("garbage ,,"));
+        h.insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("garbage ,,"),
+        );
         assert!(parse_challenge(&h).is_none());
     }
 

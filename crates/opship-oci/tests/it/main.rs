@@ -293,7 +293,10 @@ fn an_error_page_is_named_and_quoted_briefly_not_retried() {
     let err = block(Registry::new(&r, Auth::Anonymous, options()).inspect(&r)).unwrap_err();
     assert!(matches!(err, Error::NotRegistry { .. }), "{err}");
     let text = err.to_string();
-    assert!(text.contains("does not look like an OCI registry"), "{text}");
+    assert!(
+        text.contains("does not look like an OCI registry"),
+        "{text}"
+    );
     assert!(text.contains("<html><body><h1>Oops</h1>"), "{text}");
     assert!(!text.contains("TAIL-MARKER") && text.len() < 800, "{text}");
     assert_eq!(server.hits.lock().unwrap()["/v2/web/manifests/1"], 1);
