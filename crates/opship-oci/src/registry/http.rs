@@ -37,14 +37,24 @@ const API_VERSION: &str = "docker-distribution-api-version";
 
 /// A failed attempt, and whether another one may succeed.
 pub(crate) struct Failure {
-    pub(crate) error: Error,
+    pub(crate) error: Box<Error>,
     pub(crate) transient: bool,
+}
+
+impl Failure {
+    /// A failure another attempt may not have.
+    fn transient(error: Error) -> Self {
+        Failure {
+            error: Box::new(error),
+            transient: true,
+        }
+    }
 }
 
 impl From<Error> for Failure {
     fn from(error: Error) -> Self {
         Failure {
-            error,
+            error: Box::new(error),
             transient: false,
         }
     }
@@ -280,7 +290,7 @@ impl Http {
                 b.attempt += 1;
                 None
             }
-            Err(f) => Some(Err(f.error)),
+            Err(f) => Some(Err(*f.error)),
         }
     }
 
@@ -419,11 +429,11 @@ impl Http {
         if !status.is_success() {
             let body = self.prefix(res, ERROR_LIMIT).await;
             return Err(Failure {
-                error: Error::Unauthorized {
+                error: Box::new(Error::Unauthorized {
                     registry: self.host.clone(),
                     user: user_suffix(self.auth.username()),
                     answer: format!("token service: {}", describe_body(&body)),
-                },
+                }),
                 transient: transient_status(status),
             });
         }
@@ -473,10 +483,10 @@ impl Http {
             format!("{}: {}", req.describe(), error_chain(&e))
         };
         Failure {
-            error: Error::Unreachable {
+            error: Box::new(Error::Unreachable {
                 registry: self.host.clone(),
                 message,
-            },
+            }),
             transient: !e.is_builder() && !e.is_redirect(),
         }
     }
@@ -547,15 +557,12 @@ impl Http {
                     } else {
                         error_chain(&e)
                     };
-                    return Err(Failure {
-                        error: Error::Interrupted {
-                            registry: self.host.clone(),
-                            what: what.to_owned(),
-                            received: of(received),
-                            reason,
-                        },
-                        transient: true,
-                    });
+                    return Err(Failure::transient(Error::Interrupted {
+                        registry: self.host.clone(),
+                        what: what.to_owned(),
+                        received: of(received),
+                        reason,
+                    }));
                 }
             }
         }
@@ -631,7 +638,10 @@ impl Http {
                 answer: format!("{} (for {request})", describe_body(&body)),
             }
         };
-        Failure { error, transient }
+        Failure {
+            error: Box::new(error),
+            transient,
+        }
     }
 
     /// `res` when its status is one of `ok`, else the refusal.
