@@ -800,11 +800,19 @@ fn hostile_answers_to_a_pull_fail_clearly_in_bounded_time_and_change_nothing() {
     proxy.script(vec![rule("GET", &layer, Fault::Endless, usize::MAX)]);
     let r = failed_pull(&home, &image, 3, &target, &index, &layer);
     assert!(r.stderr.contains(&refused), "{}", r.stderr);
-    let wrote: usize = proxy
-        .log()
-        .iter()
-        .find_map(|l| l.strip_prefix("endless wrote ")?.parse().ok())
-        .expect("endless answer logged");
+    // The proxy logs once its next write fails, which may be just after opship exits.
+    let logged = Instant::now() + Duration::from_secs(30);
+    let wrote: usize = loop {
+        if let Some(n) = proxy
+            .log()
+            .iter()
+            .find_map(|l| l.strip_prefix("endless wrote ")?.parse().ok())
+        {
+            break n;
+        }
+        assert!(Instant::now() < logged, "the endless answer was never cut off");
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert!(
         wrote < 64 << 20,
         "{wrote} bytes went out before opship hung up"
@@ -909,19 +917,15 @@ fn a_web_server_is_not_taken_for_a_registry() {
     }
     assert!(!target.exists());
     // Not retried: the answer is final (one GET each by pull, inspect and push's look at
-    // the tag; one POST per blob).
+    // the tag; at most one POST per blob: the first refusal drops the other upload).
     assert_eq!(
         proxy.count("/manifests/v1 -> Html404"),
         3,
         "{:?}",
         proxy.log()
     );
-    assert_eq!(
-        proxy.count("/blobs/uploads/ -> Html404"),
-        2,
-        "{:?}",
-        proxy.log()
-    );
+    let posts = proxy.count("/blobs/uploads/ -> Html404");
+    assert!((1..=2).contains(&posts), "{:?}", proxy.log());
 }
 
 #[test]
@@ -970,11 +974,10 @@ fn answers_that_never_change_are_not_retried() {
         "{}",
         r.stderr
     );
-    assert_eq!(
-        proxy.count("/blobs/uploads/ -> Status(505)"),
-        2,
-        "one per blob"
-    );
+    // The two blobs go up together and the first failure drops the other upload: one POST
+    // or two, never a retry.
+    let posts = proxy.count("/blobs/uploads/ -> Status(505)");
+    assert!((1..=2).contains(&posts), "{posts} POSTs: {:?}", proxy.log());
     assert_eq!(manifest_status(&reg.addr, "b/bundle", "v1"), 404);
 
     // A 503 still is retried, and the push goes through.
