@@ -810,7 +810,10 @@ fn hostile_answers_to_a_pull_fail_clearly_in_bounded_time_and_change_nothing() {
         {
             break n;
         }
-        assert!(Instant::now() < logged, "the endless answer was never cut off");
+        assert!(
+            Instant::now() < logged,
+            "the endless answer was never cut off"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(
