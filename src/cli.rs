@@ -232,7 +232,8 @@ pub struct RegistryArgs {
     /// Allow plain HTTP to a non-loopback registry.
     #[arg(long)]
     pub insecure: bool,
-    /// Seconds without an answer or data before a request is given up (then retried).
+    /// Seconds without an answer or data before a request is given up (then retried); see
+    /// --deadline for the whole command.
     #[arg(
         long,
         env = "OPSHIP_REGISTRY_TIMEOUT",
@@ -240,8 +241,8 @@ pub struct RegistryArgs {
         default_value_t = 60.0
     )]
     pub timeout: f64,
-    /// Retries of a request after 5xx, 429, a dropped connection or a timeout (backoff 250 ms,
-    /// doubling).
+    /// Retries of a request after 408, 429, 500, 502, 503, 504, a dropped connection or a
+    /// timeout (backoff 250 ms, doubling); other answers are final.
     #[arg(
         long,
         env = "OPSHIP_REGISTRY_RETRIES",
@@ -249,6 +250,21 @@ pub struct RegistryArgs {
         default_value_t = 3
     )]
     pub retries: u32,
+}
+
+/// The deadline of a registry command (its own struct: `RegistryArgs` is also built in code).
+#[derive(Debug, Args)]
+pub struct DeadlineArgs {
+    /// Seconds the whole command may spend on the registry (every request and byte, retries
+    /// and backoff included); 0 for no deadline. A server that trickles data keeps --timeout
+    /// from firing, never this.
+    #[arg(
+        long,
+        env = "OPSHIP_REGISTRY_DEADLINE",
+        value_name = "SECONDS",
+        default_value_t = 600.0
+    )]
+    pub deadline: f64,
 }
 
 #[derive(Debug, Args)]
@@ -278,6 +294,8 @@ pub struct PushArgs {
     pub chunked: bool,
     #[command(flatten)]
     pub registry: RegistryArgs,
+    #[command(flatten)]
+    pub limits: DeadlineArgs,
 }
 
 #[derive(Debug, Args)]
@@ -290,6 +308,8 @@ pub struct PullArgs {
     pub target: String,
     #[command(flatten)]
     pub registry: RegistryArgs,
+    #[command(flatten)]
+    pub limits: DeadlineArgs,
 }
 
 #[derive(Debug, Args)]
@@ -302,6 +322,8 @@ pub struct InspectArgs {
     pub output: RegistryOutput,
     #[command(flatten)]
     pub registry: RegistryArgs,
+    #[command(flatten)]
+    pub limits: DeadlineArgs,
 }
 
 #[derive(Debug, Args)]
@@ -314,6 +336,8 @@ pub struct TagsArgs {
     pub output: RegistryOutput,
     #[command(flatten)]
     pub registry: RegistryArgs,
+    #[command(flatten)]
+    pub limits: DeadlineArgs,
 }
 
 #[derive(Debug, Args)]
@@ -329,6 +353,8 @@ pub struct LoginArgs {
     /// Allow plain HTTP to a non-loopback registry.
     #[arg(long)]
     pub insecure: bool,
+    #[command(flatten)]
+    pub limits: DeadlineArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -690,6 +716,8 @@ pub struct SignArgs {
     pub references: Vec<String>,
     #[command(flatten)]
     pub registry: RegistryArgs,
+    #[command(flatten)]
+    pub limits: DeadlineArgs,
 }
 
 #[derive(Debug, Args)]
@@ -714,6 +742,8 @@ pub struct VerifyArgs {
     pub references: Vec<String>,
     #[command(flatten)]
     pub registry: RegistryArgs,
+    #[command(flatten)]
+    pub limits: DeadlineArgs,
 }
 
 #[cfg(test)]

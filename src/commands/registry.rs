@@ -20,10 +20,23 @@ pub(super) fn runtime() -> Result<tokio::runtime::Runtime, CmdError> {
         .build()?)
 }
 
-/// Reads a password from stdin, without the final line break.
+/// Reads a password from stdin, without the final line break: at most the budget of a
+/// secret (`/dev/zero` on stdin is refused, not read until memory runs out).
 fn read_password() -> Result<String, CmdError> {
-    let mut s = String::new();
-    std::io::stdin().read_to_string(&mut s)?;
+    let budget = opship_core::input::Kind::Secret.budget();
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(budget + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > budget {
+        return Err(format!(
+            "--password-stdin: standard input holds more than {budget} bytes; that is no password"
+        )
+        .into());
+    }
+    let s = String::from_utf8(bytes)
+        .map_err(|_| "--password-stdin: standard input is not UTF-8 text")?;
     let p = s
         .strip_suffix("\r\n")
         .or_else(|| s.strip_suffix('\n'))
@@ -47,13 +60,47 @@ fn credentials(args: &RegistryArgs, host: &str) -> Result<Auth, CmdError> {
     Ok(found.auth)
 }
 
+/// A client with the deadline of `OPSHIP_REGISTRY_DEADLINE` (or the default): for callers
+/// without a `--deadline` flag.
 pub(super) fn client(
     reference: &registry::Reference,
     args: &RegistryArgs,
     chunked: bool,
 ) -> Result<Registry, CmdError> {
+    let seconds = match std::env::var(DEADLINE_ENV) {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse::<f64>()
+            .map_err(|_| format!("{DEADLINE_ENV}: `{v}` is not a number of seconds"))?,
+        _ => registry::DEFAULT_DEADLINE.as_secs_f64(),
+    };
+    client_with(reference, args, chunked, deadline(seconds)?)
+}
+
+/// A client for the registry of `reference` with `--deadline`.
+pub(super) fn client_with(
+    reference: &registry::Reference,
+    args: &RegistryArgs,
+    chunked: bool,
+    deadline: Option<std::time::Duration>,
+) -> Result<Registry, CmdError> {
     let auth = credentials(args, reference.resolve_registry())?;
-    Ok(Registry::new(reference, auth, options(args, chunked)?))
+    let mut options = options(args, chunked)?;
+    options.deadline = deadline;
+    Ok(Registry::new(reference, auth, options))
+}
+
+const DEADLINE_ENV: &str = "OPSHIP_REGISTRY_DEADLINE";
+
+/// `--deadline` / `OPSHIP_REGISTRY_DEADLINE` in seconds: `None` for 0 (no deadline).
+pub(super) fn deadline(seconds: f64) -> Result<Option<std::time::Duration>, CmdError> {
+    if !(seconds.is_finite() && (0.0..=604_800.0).contains(&seconds)) {
+        return Err(format!(
+            "--deadline / {DEADLINE_ENV}: `{seconds}` is not a number of seconds between 0 (none) and 604800"
+        )
+        .into());
+    }
+    Ok((seconds > 0.0).then(|| std::time::Duration::from_secs_f64(seconds)))
 }
 
 /// Client options from `--insecure`, `--timeout` and `--retries`.
@@ -101,7 +148,12 @@ pub fn push(args: &PushArgs) -> Result<ExitStatus, CmdError> {
     })?;
     let target = registry::parse_reference(&args.target)?;
     let from = from_reference(args, &target)?;
-    let client = client(&target, &args.registry, args.chunked)?;
+    let client = client_with(
+        &target,
+        &args.registry,
+        args.chunked,
+        deadline(args.limits.deadline)?,
+    )?;
     let report =
         runtime()?.block_on(client.push_from_layout(&dir, &tag, &target, from.as_ref()))?;
     tracing::info!(
@@ -189,7 +241,12 @@ fn push_all(args: &PushArgs) -> Result<ExitStatus, CmdError> {
     let plan = batch::plan(&dir, &args.target)?;
     let first = &plan[0].target;
     let from = from_reference(args, first)?;
-    let client = client(first, &args.registry, args.chunked)?;
+    let client = client_with(
+        first,
+        &args.registry,
+        args.chunked,
+        deadline(args.limits.deadline)?,
+    )?;
     let mut pushed = Vec::new();
     let mut failed = None;
     let (mut uploaded, mut present, mut blobs) = (0u64, 0usize, 0usize);
@@ -252,7 +309,12 @@ pub fn pull(args: &PullArgs) -> Result<ExitStatus, CmdError> {
     let tag = tag
         .or_else(|| source.tag().map(str::to_owned))
         .unwrap_or_else(|| "latest".to_owned());
-    let client = client(&source, &args.registry, false)?;
+    let client = client_with(
+        &source,
+        &args.registry,
+        false,
+        deadline(args.limits.deadline)?,
+    )?;
     let report = runtime()?.block_on(client.pull_to_layout(&source, &dir, &tag))?;
     super::progress::note(&format!(
         "pulled {} into {}:{tag} ({} blobs, {} bytes)",
@@ -268,7 +330,12 @@ pub fn pull(args: &PullArgs) -> Result<ExitStatus, CmdError> {
 /// Runs `opship inspect REF`.
 pub fn inspect(args: &InspectArgs) -> Result<ExitStatus, CmdError> {
     let reference = registry::parse_reference(&args.reference)?;
-    let client = client(&reference, &args.registry, false)?;
+    let client = client_with(
+        &reference,
+        &args.registry,
+        false,
+        deadline(args.limits.deadline)?,
+    )?;
     let i = runtime()?.block_on(client.inspect(&reference))?;
     let mut out = std::io::stdout().lock();
     match args.output {
@@ -299,7 +366,12 @@ pub fn inspect(args: &InspectArgs) -> Result<ExitStatus, CmdError> {
 /// Runs `opship tags REPO`.
 pub fn tags(args: &TagsArgs) -> Result<ExitStatus, CmdError> {
     let reference = registry::parse_reference(&args.repository)?;
-    let client = client(&reference, &args.registry, false)?;
+    let client = client_with(
+        &reference,
+        &args.registry,
+        false,
+        deadline(args.limits.deadline)?,
+    )?;
     let tags = runtime()?.block_on(client.list_tags(&reference))?;
     let mut out = std::io::stdout().lock();
     match args.output {
@@ -338,6 +410,7 @@ pub fn login(args: &LoginArgs) -> Result<ExitStatus, CmdError> {
     };
     let options = Options {
         insecure: args.insecure,
+        deadline: deadline(args.limits.deadline)?,
         ..Options::default()
     };
     let client = Registry::new(&probe, auth, options);

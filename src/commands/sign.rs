@@ -10,13 +10,15 @@ use futures_util::stream::{self, StreamExt};
 use opship_core::image::oci::Digest;
 use opship_oci::cosign::signing::{self, identity_of};
 use opship_oci::cosign::verification::{self, Identity, Policy, Report};
-use opship_oci::cosign::{PrivateKey, PublicKey};
+use opship_oci::cosign::{EncryptedKey, PrivateKey, PublicKey};
 use opship_oci::registry::{self, Reference, Registry};
 use zeroize::Zeroizing;
 
-use super::registry::{client, runtime, split_layout};
+use super::registry::{client_with, deadline, runtime, split_layout};
 use super::{CmdError, ExitStatus};
-use crate::cli::{KeyGenerateArgs, RegistryArgs, RegistryOutput, SignArgs, VerifyArgs};
+use crate::cli::{
+    DeadlineArgs, KeyGenerateArgs, RegistryArgs, RegistryOutput, SignArgs, VerifyArgs,
+};
 
 /// An image named on the command line.
 enum Target {
@@ -52,13 +54,18 @@ fn job_key(reference: &Reference, digest: &Digest) -> String {
 fn clients_for(
     targets: &[(&str, Target)],
     args: &RegistryArgs,
+    limits: &DeadlineArgs,
 ) -> Result<HashMap<String, Registry>, CmdError> {
     let mut clients = HashMap::new();
+    let deadline = deadline(limits.deadline)?;
     for (_, t) in targets {
         if let Target::Remote(r) = t
             && !clients.contains_key(r.resolve_registry())
         {
-            clients.insert(r.resolve_registry().to_owned(), client(r, args, false)?);
+            clients.insert(
+                r.resolve_registry().to_owned(),
+                client_with(r, args, false, deadline)?,
+            );
         }
     }
     Ok(clients)
@@ -83,13 +90,14 @@ fn annotations(pairs: &[String]) -> Result<BTreeMap<String, String>, CmdError> {
     Ok(out)
 }
 
-/// The key password: `--password-file` (first line), else `COSIGN_PASSWORD` (may be
-/// empty), else a prompt when standard input is a terminal (twice with `confirm`).
+/// The key password: `--password-file` (first line; a regular file of at most 64 KiB, read
+/// through `opship_core::input`), else `COSIGN_PASSWORD` (may be empty), else a prompt when
+/// standard input is a terminal (twice with `confirm`).
 fn password(file: Option<&Path>, confirm: bool) -> Result<Zeroizing<String>, CmdError> {
     if let Some(f) = file {
         let text = Zeroizing::new(
-            std::fs::read_to_string(f)
-                .map_err(|e| format!("--password-file {}: {e}", f.display()))?,
+            opship_core::input::read_string(f, opship_core::input::Kind::Secret)
+                .map_err(|e| format!("--password-file {e}"))?,
         );
         let first = text.lines().next().unwrap_or("");
         return Ok(Zeroizing::new(first.to_owned()));
@@ -175,11 +183,13 @@ pub fn sign(args: &SignArgs) -> Result<ExitStatus, CmdError> {
             (Target::Remote(_), _) => Ok(None),
         })
         .collect::<Result<Vec<_>, CmdError>>()?;
+    // The key file is read and checked before any password is asked for.
+    let encrypted = EncryptedKey::read(&args.key)?;
     let pw = password(args.password_file.as_deref(), false)?;
-    let key = PrivateKey::read(&args.key, pw.as_bytes())?;
+    let key = encrypted.decrypt(pw.as_bytes())?;
     drop(pw);
     let rt = runtime()?;
-    let clients = clients_for(&targets, &args.registry)?;
+    let clients = clients_for(&targets, &args.registry, &args.limits)?;
     // Resolve every registry image first, several at a time.
     let digests = rt.block_on(
         stream::iter(&targets)
@@ -328,7 +338,7 @@ pub fn verify(args: &VerifyArgs) -> Result<ExitStatus, CmdError> {
         })
         .collect::<Result<Vec<_>, CmdError>>()?;
     let rt = runtime()?;
-    let clients = clients_for(&targets, &args.registry)?;
+    let clients = clients_for(&targets, &args.registry, &args.limits)?;
     let progress = super::progress::Progress::new("verified", targets.len());
     let reports = rt.block_on(
         stream::iter(targets.iter().zip(&policies))

@@ -6,6 +6,8 @@
 use crate::support_registry::{
     TestRegistry, build, isolated, json, ok, run_stdin, skopeo, skopeo_inspect,
 };
+use std::path::Path;
+
 use crate::{opship, repo, run};
 
 #[test]
@@ -379,4 +381,83 @@ fn validate_bundle_images_in_a_registry() {
     let r = run(isolated(&home).args(["validate", "bundle", &missing]));
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("MANIFEST_UNKNOWN"), "{}", r.stderr);
+}
+
+#[test]
+fn credential_files_and_passwords_that_are_no_files_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let pipe = tmp.path().join("pipe");
+    let out = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let huge = tmp.path().join("huge.json");
+    std::fs::write(&huge, " ".repeat(1 << 20)).unwrap();
+    let docker = tmp.path().join("docker");
+    std::fs::create_dir(&docker).unwrap();
+    std::os::unix::fs::symlink(&pipe, docker.join("config.json")).unwrap();
+    let limit = std::time::Duration::from_secs(60);
+    // Nothing listens on the port: every case is refused before any request.
+    let repo = "127.0.0.1:9/x";
+    let not_regular = "is not a regular file (a FIFO, socket or device); a password or \
+                       credentials file must be a regular file";
+    let cases: [(&str, &str, &Path, &str); 4] = [
+        (
+            "REGISTRY_AUTH_FILE",
+            "/dev/zero",
+            Path::new("/dev/zero"),
+            not_regular,
+        ),
+        (
+            "REGISTRY_AUTH_FILE",
+            pipe.to_str().unwrap(),
+            &pipe,
+            not_regular,
+        ),
+        (
+            "REGISTRY_AUTH_FILE",
+            huge.to_str().unwrap(),
+            &huge,
+            "is larger than 65536 bytes",
+        ),
+        (
+            "DOCKER_CONFIG",
+            docker.to_str().unwrap(),
+            &docker.join("config.json"),
+            not_regular,
+        ),
+    ];
+    for (var, value, file, why) in cases {
+        for args in [vec!["tags", repo], vec!["inspect", "127.0.0.1:9/x:v1"]] {
+            let (r, killed) =
+                crate::faults::run_bounded(isolated(&home).env(var, value).args(&args), limit);
+            assert!(!killed, "{var}={value} {args:?}: still running");
+            assert_eq!(r.code, 2, "{var}={value} {args:?}: {}", r.stderr);
+            assert!(
+                r.stderr.contains(&format!("{}: {why}", file.display())),
+                "{var}={value} {args:?}: {}",
+                r.stderr
+            );
+        }
+    }
+    // An endless password on standard input.
+    for args in [
+        vec!["tags", "-u", "a", "--password-stdin", repo],
+        vec!["login", "127.0.0.1:9", "-u", "a", "--password-stdin"],
+    ] {
+        let zero = std::fs::File::open("/dev/zero").unwrap();
+        let (r, killed) =
+            crate::faults::run_bounded_stdin(isolated(&home).args(&args), zero.into(), limit);
+        assert!(!killed, "{args:?}: still running");
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("--password-stdin: standard input holds more than 65536 bytes"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    assert!(!home.join(".docker").exists(), "login stored something");
 }

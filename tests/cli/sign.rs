@@ -1087,3 +1087,132 @@ fn sign_and_verify_with_registry_credentials() {
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("401"), "{}", r.stderr);
 }
+
+/// A FIFO at `path` (nothing ever writes to it: opening it for reading would block).
+fn fifo(path: &Path) {
+    let out = Command::new("mkfifo").arg(path).output().unwrap();
+    assert!(
+        out.status.success(),
+        "mkfifo: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn key_and_password_files_that_are_no_files_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let prefix = tmp.path().join("k");
+    ok(
+        run(opship_pw(&home, PASSWORD)
+            .args(["key", "generate", "--output-key-prefix"])
+            .arg(&prefix)),
+        "key generate",
+    );
+    let (key, public) = (prefix.with_extension("key"), prefix.with_extension("pub"));
+    let pipe = tmp.path().join("pipe");
+    fifo(&pipe);
+    let huge = tmp.path().join("huge.key");
+    std::fs::write(&huge, "A".repeat(1 << 20)).unwrap();
+    let (layout, _) = build(tmp.path(), "0.3.0");
+    let image = format!("oci:{}:0.3.0", layout.display());
+    let before = crate::read_tree(&layout);
+    let zero = Path::new("/dev/zero");
+
+    let new_prefix = tmp.path().join("new");
+    let os = |parts: &[&dyn AsRef<std::ffi::OsStr>]| -> Vec<std::ffi::OsString> {
+        parts.iter().map(|p| p.as_ref().to_owned()).collect()
+    };
+    // (what, arguments, the file named, why)
+    let not_regular = "is not a regular file (a FIFO, socket or device)";
+    let cases = [
+        (
+            "sign --key /dev/zero",
+            os(&[&"sign", &"--key", &zero]),
+            zero,
+            not_regular,
+        ),
+        (
+            "sign --key FIFO",
+            os(&[&"sign", &"--key", &pipe]),
+            &*pipe,
+            not_regular,
+        ),
+        (
+            "sign --key of 1 MiB",
+            os(&[&"sign", &"--key", &huge]),
+            &*huge,
+            "is larger than 65536 bytes",
+        ),
+        (
+            "sign --password-file /dev/zero",
+            os(&[&"sign", &"--key", &key, &"--password-file", &zero]),
+            zero,
+            not_regular,
+        ),
+        (
+            "sign --password-file FIFO",
+            os(&[&"sign", &"--key", &key, &"--password-file", &pipe]),
+            &*pipe,
+            not_regular,
+        ),
+        (
+            "verify --key /dev/zero",
+            os(&[&"verify", &"--key", &zero]),
+            zero,
+            not_regular,
+        ),
+        (
+            "verify --key FIFO",
+            os(&[&"verify", &"--key", &pipe]),
+            &*pipe,
+            not_regular,
+        ),
+        (
+            "key generate --password-file FIFO",
+            os(&[
+                &"key",
+                &"generate",
+                &"--output-key-prefix",
+                &new_prefix,
+                &"--password-file",
+                &pipe,
+            ]),
+            &*pipe,
+            not_regular,
+        ),
+    ];
+    for (what, args, file, why) in cases {
+        let mut cmd = opship_pw(&home, PASSWORD);
+        cmd.args(&args);
+        if args[0] != *"key" {
+            cmd.args(["--identity", "example.com/bundle", &image]);
+        }
+        let (r, killed) = crate::faults::run_bounded(&mut cmd, std::time::Duration::from_secs(60));
+        assert!(!killed, "{what}: still running after 60 s");
+        assert_eq!(r.code, 2, "{what}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!("{}: {why}", file.display())),
+            "{what}: {}",
+            r.stderr
+        );
+        assert_eq!(r.stdout, "", "{what}");
+    }
+    assert!(!tmp.path().join("new.key").exists() && !tmp.path().join("new.pub").exists());
+    assert_eq!(crate::read_tree(&layout), before, "the layout changed");
+    // The same files, when they are real, work.
+    ok(
+        run(opship_pw(&home, PASSWORD)
+            .args(["sign", "--key"])
+            .arg(&key)
+            .args(["--identity", "example.com/bundle", &image])),
+        "sign",
+    );
+    ok(
+        run(isolated(&home)
+            .args(["verify", "--key"])
+            .arg(&public)
+            .args(["--identity", "example.com/bundle", &image])),
+        "verify",
+    );
+}

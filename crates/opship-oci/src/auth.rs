@@ -15,6 +15,7 @@ use std::process::{Command, Stdio};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use opship_core::input::{self, Kind};
 
 use crate::error::{Error, Result};
 
@@ -47,15 +48,6 @@ impl Auth {
         match self {
             Auth::Anonymous => None,
             Auth::Basic { username, .. } => Some(username),
-        }
-    }
-
-    pub(crate) fn to_oci(&self) -> oci_client::secrets::RegistryAuth {
-        match self {
-            Auth::Anonymous => oci_client::secrets::RegistryAuth::Anonymous,
-            Auth::Basic { username, password } => {
-                oci_client::secrets::RegistryAuth::Basic(username.clone(), password.clone())
-            }
         }
     }
 }
@@ -148,13 +140,20 @@ fn keys(host: &str) -> Vec<String> {
     keys
 }
 
+/// A credentials file, `None` when it does not exist. Read through `opship_core::input`: a
+/// regular file within the budget of a secret, never a FIFO or a device.
+fn read_config(file: &Path) -> Result<Option<Vec<u8>>> {
+    match std::fs::metadata(file) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        _ => Ok(Some(input::read(file, Kind::Secret)?)),
+    }
+}
+
 /// Credentials for `host` from the first source that knows it, or anonymous.
 pub fn lookup(host: &str, env: &Env) -> Result<Found> {
     for file in env.files() {
-        let bytes = match std::fs::read(&file) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Error::io(&file, e)),
+        let Some(bytes) = read_config(&file)? else {
+            continue;
         };
         let config: serde_json::Value = serde_json::from_slice(&bytes)
             .map_err(|e| Error::Input(format!("{}: not JSON: {e}", file.display())))?;
@@ -289,11 +288,10 @@ pub fn store(host: &str, username: &str, password: &str, env: &Env) -> Result<Pa
     let file = env.docker_config_file().ok_or_else(|| {
         Error::Input("neither HOME nor DOCKER_CONFIG is set: nowhere to store credentials".into())
     })?;
-    let mut config: serde_json::Value = match std::fs::read(&file) {
-        Ok(b) => serde_json::from_slice(&b)
+    let mut config: serde_json::Value = match read_config(&file)? {
+        Some(b) => serde_json::from_slice(&b)
             .map_err(|e| Error::Input(format!("{}: not JSON: {e}", file.display())))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::json!({}),
-        Err(e) => return Err(Error::io(&file, e)),
+        None => serde_json::json!({}),
     };
     let Some(obj) = config.as_object_mut() else {
         return Err(Error::Input(format!(

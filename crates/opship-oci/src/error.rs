@@ -42,13 +42,77 @@ pub enum Error {
         /// Transport error.
         message: String,
     },
+    /// The server answered, but not as an OCI registry does: an error page without the
+    /// `Docker-Distribution-API-Version` header and without a distribution error body (a plain
+    /// web server, a proxy's login page, a wrong port).
+    #[error(
+        "{registry} does not look like an OCI registry: it answered {status} to {request} {details}: {answer}"
+    )]
+    #[diagnostic(
+        code(opship::registry::not_a_registry),
+        help("check the registry host and port (and the path of the reference)")
+    )]
+    NotRegistry {
+        /// Registry host.
+        registry: String,
+        /// HTTP status.
+        status: String,
+        /// `GET <url>`.
+        request: String,
+        /// What is missing (`(no Docker-Distribution-API-Version header, a text/html answer)`).
+        details: String,
+        /// The first few hundred bytes of the answer.
+        answer: String,
+    },
+    /// The registry stopped sending an answer half-way (after the retries).
+    #[error("registry {registry} stopped sending {what} after {received} bytes: {reason}")]
+    #[diagnostic(code(opship::registry::interrupted))]
+    Interrupted {
+        /// Registry host.
+        registry: String,
+        /// Which object (`blob sha256:… of team/bundle`).
+        what: String,
+        /// Bytes received before it stopped (`1024 of 4096`).
+        received: String,
+        /// `no data for 60 s (--timeout)`, or the transport error.
+        reason: String,
+    },
+    /// The command's deadline passed.
+    #[error(
+        "registry {registry}: gave up after the deadline of {seconds} s (--deadline) while {doing}"
+    )]
+    #[diagnostic(
+        code(opship::registry::deadline),
+        help(
+            "raise --deadline (OPSHIP_REGISTRY_DEADLINE) for big images on slow links, or check the registry"
+        )
+    )]
+    Deadline {
+        /// Registry host.
+        registry: String,
+        /// The deadline.
+        seconds: u64,
+        /// What was going on (`reading blob sha256:… of team/bundle (1024 of 4096 bytes)`).
+        doing: String,
+    },
+    /// The registry sent more than the descriptor or the budget allows.
+    #[error("registry {registry} sent more than {limit} for {what}; refused")]
+    #[diagnostic(code(opship::registry::too_large))]
+    TooLarge {
+        /// Registry host.
+        registry: String,
+        /// Which object.
+        what: String,
+        /// `the 1234 bytes its descriptor gives`, `4194304 bytes (the manifest limit)`.
+        limit: String,
+    },
     /// The registry sent content whose digest or size is not the one asked for.
     #[error("registry {registry} sent wrong content for {what}: expected {expected}, got {actual}")]
     #[diagnostic(code(opship::registry::digest))]
     DigestMismatch {
         /// Registry host.
         registry: String,
-        /// Which object.
+        /// Which object: `manifest sha256:… of team/bundle` or `blob sha256:… of team/bundle`.
         what: String,
         /// Expected digest/size.
         expected: String,

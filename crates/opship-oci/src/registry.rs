@@ -1,24 +1,22 @@
 //! The registry client: push from an OCI layout, pull into one, resolve, inspect, list tags,
-//! check credentials. Every request is retried (bounded exponential backoff) on 5xx, 429,
-//! connection errors and timeouts.
+//! check credentials. Requests, auth, budgets, the deadline and retries are `http`'s; the
+//! distribution API calls are `api`'s; what each command does with them is here.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
 pub use oci_client::Reference;
-use oci_client::RegistryOperation;
-use oci_client::client::{ClientConfig, ClientProtocol};
-use oci_client::errors::OciDistributionError;
-use oci_client::manifest::OciDescriptor;
 use opship_core::image::layout::{self, Layout};
 use opship_core::image::oci::{Descriptor, Digest, Manifest, media};
+use reqwest::header::HeaderValue;
 
 use crate::auth::Auth;
 use crate::error::{Error, Result};
 
+mod api;
 mod artifact;
+mod http;
 pub use artifact::RawManifest;
 
 /// Client options.
@@ -34,9 +32,15 @@ pub struct Options {
     pub backoff: Duration,
     /// Connect timeout.
     pub connect_timeout: Duration,
-    /// Read timeout.
+    /// Idle timeout: the longest wait for an answer or for the next bytes of one.
     pub read_timeout: Duration,
+    /// The longest the client works at all, counted from its creation: every request, every
+    /// byte of every answer, retries and backoff included. `None`: no limit.
+    pub deadline: Option<Duration>,
 }
+
+/// The default of [`Options::deadline`] (and of `--deadline`).
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(600);
 
 impl Default for Options {
     fn default() -> Self {
@@ -47,17 +51,16 @@ impl Default for Options {
             backoff: Duration::from_millis(250),
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(60),
+            deadline: Some(DEFAULT_DEADLINE),
         }
     }
 }
 
 /// A client for one registry host.
 pub struct Registry {
-    client: oci_client::Client,
+    http: http::Http,
     host: String,
-    auth: Auth,
     options: Options,
-    http: bool,
 }
 
 /// What a push did.
@@ -135,90 +138,32 @@ pub fn is_loopback(registry: &str) -> bool {
 const ACCEPT: &[&str] = &[media::OCI_MANIFEST, media::DOCKER_MANIFEST];
 
 impl Registry {
-    /// A client for the registry of `reference`.
+    /// A client for the registry of `reference`. The deadline starts now.
     pub fn new(reference: &Reference, auth: Auth, options: Options) -> Self {
         let host = reference.resolve_registry().to_owned();
-        let http = options.insecure || is_loopback(&host);
-        let protocol = if options.insecure {
-            ClientProtocol::Http
-        } else if http {
-            ClientProtocol::HttpsExcept(vec![host.clone()])
-        } else {
-            ClientProtocol::Https
-        };
-        let config = ClientConfig {
-            protocol,
-            use_monolithic_push: !options.chunked,
-            connect_timeout: Some(options.connect_timeout),
-            read_timeout: Some(options.read_timeout),
-            user_agent: concat!("opship/", env!("CARGO_PKG_VERSION")),
-            platform_resolver: None,
-            ..ClientConfig::default()
-        };
-        Registry {
-            client: oci_client::Client::new(config),
-            host,
+        let plain_http = options.insecure || is_loopback(&host);
+        let http = http::Http::new(
+            host.clone(),
             auth,
-            options,
+            http::Settings {
+                plain_http,
+                connect_timeout: options.connect_timeout,
+                idle: options.read_timeout,
+                attempts: options.attempts,
+                backoff: options.backoff,
+                deadline: options.deadline,
+            },
+        );
+        Registry {
             http,
+            host,
+            options,
         }
     }
 
     /// The registry host.
     pub fn host(&self) -> &str {
         &self.host
-    }
-
-    fn err(&self, e: OciDistributionError) -> Error {
-        map_error(&self.host, self.auth.username(), e)
-    }
-
-    /// Runs `f` until it succeeds, fails for good, or the attempts are used up.
-    async fn retry<T, F, Fut>(&self, mut f: F) -> Result<T>
-    where
-        F: FnMut() -> Fut,
-        Fut: Future<Output = oci_client::errors::Result<T>>,
-    {
-        let mut delay = self.options.backoff;
-        let attempts = self.options.attempts.max(1);
-        let mut attempt = 1;
-        loop {
-            match f().await {
-                Ok(v) => return Ok(v),
-                Err(e) if attempt < attempts && retryable(&e) => {
-                    tracing::warn!(
-                        "{}: {e}; retrying in {} ms (attempt {attempt}/{attempts})",
-                        self.host,
-                        delay.as_millis()
-                    );
-                    tokio::time::sleep(delay).await;
-                    delay = delay.saturating_mul(2);
-                    attempt += 1;
-                }
-                Err(e) => return Err(self.err(e)),
-            }
-        }
-    }
-
-    async fn store_auth(&self) {
-        self.client
-            .store_auth_if_needed(&self.host, &self.auth.to_oci())
-            .await;
-    }
-
-    /// With credentials, fetches the token for `op` on the repository of `reference` up
-    /// front: oci-client goes on without a token when the token service refuses, and the
-    /// registry's bare 401 would hide the token service's answer (wrong password, no access).
-    /// Basic-auth registries only cost a `GET /v2/` here; anonymous clients skip it.
-    async fn authorize(&self, reference: &Reference, op: RegistryOperation) -> Result<()> {
-        if matches!(self.auth, Auth::Anonymous) {
-            return Ok(());
-        }
-        let auth = self.auth.to_oci();
-        let auth = &auth;
-        self.retry(move || self.client.auth(reference, auth, op))
-            .await
-            .map(|_| ())
     }
 
     /// Pushes the image tagged `tag` in the layout at `layout_dir` to `target`: blobs the
@@ -233,9 +178,7 @@ impl Registry {
         from: Option<&Reference>,
     ) -> Result<PushReport> {
         let image = Layout::new(layout_dir).read_image(tag)?;
-        self.store_auth().await;
         let by_digest = target.clone_with_digest(image.descriptor.digest.to_string());
-        self.authorize(&by_digest, RegistryOperation::Push).await?;
         if let Some(d) = target.digest()
             && d != image.descriptor.digest.as_str()
         {
@@ -273,17 +216,17 @@ impl Registry {
             )
         });
         // A re-push costs one request: when the tag already holds these exact manifest bytes,
-        // the registry has every blob too (it refuses manifests with missing blobs). Any
-        // error here (404 above all) just means: push.
+        // the registry has every blob too (it refuses manifests with missing blobs). A
+        // missing tag or a refusal here just means: push (the push says why it fails).
         if let Some(tagged) = &tagged {
-            let auth = self.auth.to_oci();
-            match self.client.pull_manifest_raw(tagged, &auth, ACCEPT).await {
-                Ok((body, _)) if Digest::of(&body) == image.descriptor.digest => {
+            match self.get_manifest(tagged, ACCEPT, true, true).await {
+                Ok(Some(m)) if m.digest == image.descriptor.digest => {
                     tracing::info!("{}: {} is up to date", self.host, tagged.whole());
                     report.skipped = report.blobs;
                     return Ok(report);
                 }
                 Ok(_) => {}
+                Err(e @ Error::Deadline { .. }) => return Err(e),
                 Err(e) => tracing::debug!("{}: {}: {e}", self.host, tagged.whole()),
             }
         }
@@ -306,7 +249,7 @@ impl Registry {
             .media_type
             .clone()
             .unwrap_or_else(|| image.descriptor.media_type.clone());
-        let content_type = reqwest::header::HeaderValue::from_str(&content_type)
+        let content_type = HeaderValue::from_str(&content_type)
             .map_err(|_| Error::Input(format!("bad manifest media type `{content_type}`")))?;
         let body = bytes::Bytes::from(image.manifest_bytes.clone());
         self.put_manifest(&by_digest, &body, &content_type).await?;
@@ -325,65 +268,29 @@ impl Registry {
         desc: &Descriptor,
         data: bytes::Bytes,
     ) -> Result<BlobPush> {
-        let digest = desc.digest.as_str();
-        if self
-            .retry(move || self.client.blob_exists(r, digest))
-            .await?
-        {
+        let digest = &desc.digest;
+        if self.has_blob(r, digest, true).await? {
             tracing::info!("{}: blob {digest} exists, skipped", self.host);
             return Ok(BlobPush::Present);
         }
+        let mut session = None;
         if let Some(from) = from
             && from.resolve_registry() == self.host
         {
-            match self.client.mount_blob(r, from, digest).await {
-                Ok(()) if self.client.blob_exists(r, digest).await.unwrap_or(false) => {
-                    return Ok(BlobPush::Mounted);
+            match self.mount_blob(r, from, digest).await {
+                Ok(api::Mount::Mounted) => return Ok(BlobPush::Mounted),
+                Ok(api::Mount::Session(url)) => {
+                    tracing::info!("{}: mount of {digest} declined; uploading", self.host);
+                    session = Some(url);
                 }
-                Ok(()) => {}
+                Err(e @ Error::Deadline { .. }) => return Err(e),
                 Err(e) => tracing::info!("mount of {digest} failed ({e}); uploading"),
             }
         }
         let len = data.len() as u64;
-        self.retry(move || self.client.push_blob(r, data.clone(), digest))
+        self.upload(r, digest, &data, self.options.chunked, session)
             .await?;
         Ok(BlobPush::Uploaded(len))
-    }
-
-    async fn put_manifest(
-        &self,
-        r: &Reference,
-        body: &bytes::Bytes,
-        content_type: &reqwest::header::HeaderValue,
-    ) -> Result<()> {
-        // oci-client panics when a registry omits `Location` on a manifest PUT by digest, so
-        // the PUT runs as its own task and a panic becomes an error.
-        let attempts = self.options.attempts.max(1);
-        let mut delay = self.options.backoff;
-        let mut attempt = 1;
-        loop {
-            let client = self.client.clone();
-            let (r2, body2, ct2) = (r.clone(), body.clone(), content_type.clone());
-            let res =
-                tokio::spawn(async move { client.push_manifest_raw(&r2, body2, ct2).await }).await;
-            match res {
-                Ok(Ok(_)) => return Ok(()),
-                Ok(Err(e)) if attempt < attempts && retryable(&e) => {
-                    tracing::warn!("{}: {e}; retrying", self.host);
-                    tokio::time::sleep(delay).await;
-                    delay = delay.saturating_mul(2);
-                    attempt += 1;
-                }
-                Ok(Err(e)) => return Err(self.err(e)),
-                Err(_) => {
-                    return Err(Error::Registry {
-                        registry: self.host.clone(),
-                        status: "an unusable answer".into(),
-                        answer: format!("manifest PUT for {} had no Location header", r.whole()),
-                    });
-                }
-            }
-        }
     }
 
     /// Fetches and verifies the manifest of `source`: bytes, digest, media type, parsed.
@@ -391,34 +298,20 @@ impl Registry {
         &self,
         source: &Reference,
     ) -> Result<(Vec<u8>, Digest, String, Manifest)> {
-        self.store_auth().await;
-        self.authorize(source, RegistryOperation::Pull).await?;
-        let auth = self.auth.to_oci();
-        let auth = &auth;
-        let (body, digest) = self
-            .retry(move || self.client.pull_manifest_raw(source, auth, ACCEPT))
-            .await?;
-        let actual = Digest::of(&body);
-        let claimed = Digest::parse(&digest).map_err(|_| Error::Registry {
-            registry: self.host.clone(),
-            status: "an unusable answer".into(),
-            answer: format!("manifest digest `{digest}` is not sha256"),
-        })?;
-        let expected = match source.digest() {
-            Some(d) => Digest::parse(d)?,
-            None => claimed.clone(),
-        };
-        if actual != expected || actual != claimed {
-            return Err(Error::DigestMismatch {
+        let fetched = self
+            .get_manifest(source, ACCEPT, false, false)
+            .await?
+            .ok_or_else(|| Error::Input(format!("{}: no manifest", source.whole())))?;
+        let what = api::manifest_what(source);
+        let value: serde_json::Value =
+            serde_json::from_slice(&fetched.bytes).map_err(|e| Error::Registry {
                 registry: self.host.clone(),
-                what: format!("manifest {}", source.whole()),
-                expected: expected.to_string(),
-                actual: actual.to_string(),
-            });
-        }
-        let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
-            Error::Input(format!("{}: the manifest is not JSON: {e}", source.whole()))
-        })?;
+                status: "an unusable answer".into(),
+                answer: format!(
+                    "the {what} is not JSON ({e}): {}",
+                    http::quote(&fetched.bytes)
+                ),
+            })?;
         let media_type = value
             .get("mediaType")
             .and_then(|v| v.as_str())
@@ -432,39 +325,58 @@ impl Registry {
         }
         let manifest: Manifest = serde_json::from_value(value)
             .map_err(|e| Error::Input(format!("{}: not an image manifest: {e}", source.whole())))?;
-        Ok((body.to_vec(), actual, media_type, manifest))
+        Ok((fetched.bytes, fetched.digest, media_type, manifest))
     }
 
-    /// Fetches one blob and verifies its size and digest.
-    async fn fetch_blob(&self, source: &Reference, desc: &Descriptor) -> Result<Vec<u8>> {
-        let od = OciDescriptor {
-            media_type: desc.media_type.clone(),
-            digest: desc.digest.to_string(),
-            size: i64::try_from(desc.size).unwrap_or(i64::MAX),
-            ..OciDescriptor::default()
-        };
-        let od = &od;
-        let bytes = self
-            .retry(move || async move {
-                let mut out = Vec::new();
-                self.client.pull_blob(source, od, &mut out).await?;
-                Ok(out)
-            })
-            .await?;
-        let actual = Digest::of(&bytes);
-        if bytes.len() as u64 != desc.size || actual != desc.digest {
-            return Err(Error::DigestMismatch {
-                registry: self.host.clone(),
-                what: format!("blob {}", desc.digest),
-                expected: format!("{} ({} bytes)", desc.digest, desc.size),
-                actual: format!("{actual} ({} bytes)", bytes.len()),
-            });
+    /// Fetches blob `desc` of `source` into the blob store of `layout`: streamed into a
+    /// temporary file next to its final name, hashed as it arrives, renamed into place only
+    /// when size and digest match. A blob the layout has already (verified) is not fetched.
+    /// Returns whether it was fetched.
+    async fn fetch_blob_into(
+        &self,
+        source: &Reference,
+        desc: &Descriptor,
+        layout: &Layout,
+    ) -> Result<bool> {
+        let path = layout.blob_path(&desc.digest);
+        if layout.read_blob(desc).is_ok() {
+            return Ok(false);
         }
-        Ok(bytes)
+        let dir = path.parent().unwrap_or(layout.dir()).to_path_buf();
+        let prefix = format!(".{}.opship-", desc.digest.hex());
+        let mut file = self
+            .get_blob(
+                source,
+                desc,
+                || {
+                    let mut builder = tempfile::Builder::new();
+                    builder.prefix(&prefix);
+                    #[cfg(unix)]
+                    {
+                        use std::os::unix::fs::PermissionsExt;
+                        builder.permissions(std::fs::Permissions::from_mode(0o644));
+                    }
+                    builder.tempfile_in(&dir).map_err(|e| Error::io(&dir, e))
+                },
+                |file, chunk| {
+                    use std::io::Write;
+                    file.write_all(chunk).map_err(|e| Error::io(file.path(), e))
+                },
+            )
+            .await?;
+        use std::io::Write;
+        file.flush().map_err(|e| Error::io(file.path(), e))?;
+        file.as_file()
+            .sync_all()
+            .map_err(|e| Error::io(file.path(), e))?;
+        file.persist(&path).map_err(|e| Error::io(&path, e.error))?;
+        Ok(true)
     }
 
-    /// Pulls `source` into the layout at `layout_dir` under `tag`: every blob and the
-    /// manifest verified, blobs written first, `index.json` replaced atomically last.
+    /// Pulls `source` into the layout at `layout_dir` under `tag`: the manifest (within its
+    /// budget, verified), then every blob streamed to disk and verified, `index.json`
+    /// replaced atomically last. A failed pull leaves `index.json` as it was, no blob file
+    /// with wrong content, and no layout directory that it created.
     pub async fn pull_to_layout(
         &self,
         source: &Reference,
@@ -473,63 +385,98 @@ impl Registry {
     ) -> Result<PullReport> {
         layout::check_tag(tag)?;
         let (manifest_bytes, digest, media_type, manifest) = self.fetch_manifest(source).await?;
-        // All blobs at the same time; nothing is written until every one is verified.
-        let descs: Vec<&Descriptor> = std::iter::once(&manifest.config)
-            .chain(manifest.layers.iter())
-            .collect();
-        let fetched = futures_util::future::try_join_all(
-            descs.iter().map(|desc| self.fetch_blob(source, desc)),
-        )
-        .await?;
-        let blobs: Vec<(Digest, Vec<u8>)> = descs
-            .iter()
-            .map(|d| d.digest.clone())
-            .zip(fetched)
-            .collect();
+        let created = !layout_dir.exists();
         let layout = Layout::new(layout_dir);
-        layout.init()?;
-        let mut total = manifest_bytes.len() as u64;
-        for (d, bytes) in &blobs {
-            layout.write_blob(d, bytes)?;
-            total += bytes.len() as u64;
+        let result = self
+            .pull_blobs(source, &layout, &manifest, &manifest_bytes, &digest)
+            .await;
+        let result = result.and_then(|()| {
+            Ok(layout.tag(
+                tag,
+                Descriptor {
+                    media_type: media_type.clone(),
+                    digest: digest.clone(),
+                    size: manifest_bytes.len() as u64,
+                    annotations: BTreeMap::new(),
+                },
+            )?)
+        });
+        if let Err(e) = result {
+            // Only a layout this pull made and nobody tagged anything in since.
+            if created && !layout_dir.join("index.json").exists() {
+                let _ = std::fs::remove_dir_all(layout_dir);
+            }
+            return Err(e);
         }
-        layout.write_blob(&digest, &manifest_bytes)?;
-        layout.tag(
-            tag,
-            Descriptor {
-                media_type: media_type.clone(),
-                digest: digest.clone(),
-                size: manifest_bytes.len() as u64,
-                annotations: BTreeMap::new(),
-            },
-        )?;
+        let total = manifest_bytes.len() as u64
+            + manifest.config.size
+            + manifest.layers.iter().map(|l| l.size).sum::<u64>();
         Ok(PullReport {
             digest,
             media_type,
-            blobs: blobs.len(),
+            blobs: 1 + manifest.layers.len(),
             bytes: total,
         })
     }
 
-    /// The digest `reference` points to (HEAD of the manifest).
+    async fn pull_blobs(
+        &self,
+        source: &Reference,
+        layout: &Layout,
+        manifest: &Manifest,
+        manifest_bytes: &[u8],
+        digest: &Digest,
+    ) -> Result<()> {
+        layout.init()?;
+        let descs: Vec<&Descriptor> = std::iter::once(&manifest.config)
+            .chain(manifest.layers.iter())
+            .collect();
+        futures_util::future::try_join_all(
+            descs
+                .iter()
+                .map(|desc| self.fetch_blob_into(source, desc, layout)),
+        )
+        .await?;
+        layout.write_blob(digest, manifest_bytes)?;
+        Ok(())
+    }
+
+    /// The digest `reference` points to (HEAD of the manifest; a GET when the registry's
+    /// answer has no digest or is not a 200, so an error quotes its body).
     pub async fn resolve(&self, reference: &Reference) -> Result<Digest> {
-        self.store_auth().await;
-        let auth = self.auth.to_oci();
-        let auth = &auth;
-        let d = self
-            .retry(move || self.client.fetch_manifest_digest(reference, auth))
-            .await?;
-        Digest::parse(&d).map_err(|_| Error::Registry {
-            registry: self.host.clone(),
-            status: "an unusable answer".into(),
-            answer: format!("manifest digest `{d}` is not sha256"),
-        })
+        let head = self.head_manifest(reference, ACCEPT, false).await?;
+        if let Ok(Some(d)) = &head {
+            let parsed = Digest::parse(d).map_err(|_| Error::Registry {
+                registry: self.host.clone(),
+                status: "an unusable answer".into(),
+                answer: format!(
+                    "the digest `{d}` of {} is not sha256",
+                    api::manifest_what(reference)
+                ),
+            })?;
+            if let Some(want) = reference.digest()
+                && want != parsed.as_str()
+            {
+                return Err(Error::DigestMismatch {
+                    registry: self.host.clone(),
+                    what: api::manifest_what(reference),
+                    expected: want.to_owned(),
+                    actual: parsed.to_string(),
+                });
+            }
+            return Ok(parsed);
+        }
+        let fetched = self
+            .get_manifest(reference, ACCEPT, false, false)
+            .await?
+            .ok_or_else(|| Error::Input(format!("{}: no manifest", reference.whole())))?;
+        Ok(fetched.digest)
     }
 
     /// Manifest, config and labels of `reference`, all verified.
     pub async fn inspect(&self, reference: &Reference) -> Result<Inspection> {
         let (manifest_bytes, digest, media_type, manifest) = self.fetch_manifest(reference).await?;
-        let config_bytes = self.fetch_blob(reference, &manifest.config).await?;
+        let config_bytes = self.blob_bytes(reference, &manifest.config).await?;
         let config: serde_json::Value = serde_json::from_slice(&config_bytes).map_err(|e| {
             Error::Input(format!(
                 "{}: the config is not JSON: {e}",
@@ -558,282 +505,13 @@ impl Registry {
 
     /// The tags of the repository of `reference`.
     pub async fn list_tags(&self, reference: &Reference) -> Result<Vec<String>> {
-        self.store_auth().await;
-        self.authorize(reference, RegistryOperation::Pull).await?;
-        let auth = self.auth.to_oci();
-        let auth = &auth;
-        let r = self
-            .retry(move || self.client.list_tags(reference, auth, None, None))
-            .await?;
-        Ok(r.tags)
+        self.get_tags(reference).await
     }
 
-    /// Checks the credentials against the registry (`GET /v2/`, then the token service when
-    /// the registry asks for a bearer token).
+    /// Checks the credentials against the registry: `GET /v2/` with them (through the token
+    /// service when the registry asks for a bearer token).
     pub async fn check_login(&self) -> Result<()> {
-        let scheme = if self.http { "http" } else { "https" };
-        let url = format!("{scheme}://{}/v2/", self.host);
-        let http = reqwest::Client::builder()
-            .connect_timeout(self.options.connect_timeout)
-            .timeout(self.options.read_timeout)
-            .build()
-            .map_err(|e| self.unreachable(e))?;
-        let res = self.send_retry(|| http.get(&url)).await?;
-        if res.status().is_success() {
-            return Ok(());
-        }
-        let challenge = res
-            .headers()
-            .get(reqwest::header::WWW_AUTHENTICATE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_owned();
-        if res.status() != reqwest::StatusCode::UNAUTHORIZED {
-            return Err(self.answer(res).await);
-        }
-        if challenge.to_ascii_lowercase().starts_with("bearer") {
-            let probe = Reference::with_tag(
-                self.host.clone(),
-                "opship/login-check".into(),
-                "latest".into(),
-            );
-            let auth = self.auth.to_oci();
-            let auth = &auth;
-            let probe = &probe;
-            self.retry(move || self.client.auth(probe, auth, RegistryOperation::Pull))
-                .await?;
-            return Ok(());
-        }
-        let Auth::Basic { username, password } = &self.auth else {
-            return Err(self.answer(res).await);
-        };
-        let res = self
-            .send_retry(|| http.get(&url).basic_auth(username, Some(password)))
-            .await?;
-        if res.status().is_success() {
-            Ok(())
-        } else {
-            Err(self.answer(res).await)
-        }
-    }
-
-    async fn send_retry(
-        &self,
-        make: impl Fn() -> reqwest::RequestBuilder,
-    ) -> Result<reqwest::Response> {
-        let attempts = self.options.attempts.max(1);
-        let mut delay = self.options.backoff;
-        let mut attempt = 1;
-        loop {
-            let res = make().send().await;
-            let again = match &res {
-                Ok(r) => r.status().is_server_error() || r.status().as_u16() == 429,
-                Err(e) => e.is_connect() || e.is_timeout(),
-            };
-            if !again || attempt >= attempts {
-                return res.map_err(|e| self.unreachable(e));
-            }
-            tokio::time::sleep(delay).await;
-            delay = delay.saturating_mul(2);
-            attempt += 1;
-        }
-    }
-
-    fn unreachable(&self, e: reqwest::Error) -> Error {
-        Error::Unreachable {
-            registry: self.host.clone(),
-            message: error_chain(&e),
-        }
-    }
-
-    async fn answer(&self, res: reqwest::Response) -> Error {
-        let status = res.status();
-        let body = res.bytes().await.unwrap_or_default();
-        let answer = describe_body(&body);
-        if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
-            Error::Unauthorized {
-                registry: self.host.clone(),
-                user: user_suffix(self.auth.username()),
-                answer: format!("{status}: {answer}"),
-            }
-        } else {
-            Error::Registry {
-                registry: self.host.clone(),
-                status: status.to_string(),
-                answer,
-            }
-        }
-    }
-}
-
-fn user_suffix(user: Option<&str>) -> String {
-    user.map(|u| format!(" of user `{u}`")).unwrap_or_default()
-}
-
-/// `CODE: message` of an error JSON body, or the body itself (shortened).
-fn describe_body(body: &[u8]) -> String {
-    if let Ok(env) = serde_json::from_slice::<oci_client::errors::OciEnvelope>(body) {
-        return describe_envelope(&env);
-    }
-    let text = String::from_utf8_lossy(body);
-    let text = text.trim();
-    if text.is_empty() {
-        "(empty body)".into()
-    } else {
-        text.chars().take(500).collect()
-    }
-}
-
-fn describe_envelope(env: &oci_client::errors::OciEnvelope) -> String {
-    if env.errors.is_empty() {
-        return "(no error details)".into();
-    }
-    env.errors
-        .iter()
-        .map(|e| {
-            let code = serde_json::to_value(&e.code)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_else(|| format!("{:?}", e.code));
-            format!("{code}: {}", e.message)
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(inner) = src {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        src = inner.source();
-    }
-    s
-}
-
-/// The HTTP status that goes with the first error code (oci-client keeps the code, not the
-/// status, of 4xx answers with an error body).
-fn status_of(envelope: &oci_client::errors::OciEnvelope) -> &'static str {
-    use oci_client::errors::OciErrorCode as C;
-    match envelope.errors.first().map(|e| &e.code) {
-        Some(C::BlobUnknown | C::ManifestUnknown | C::NameUnknown | C::NotFound) => "404 Not Found",
-        Some(C::BlobUploadUnknown) => "404 Not Found",
-        Some(C::Unauthorized) => "401 Unauthorized",
-        Some(C::Denied) => "403 Forbidden",
-        Some(C::Toomanyrequests) => "429 Too Many Requests",
-        Some(C::Unsupported) => "405 Method Not Allowed",
-        _ => "400 Bad Request",
-    }
-}
-
-/// Whether a failed request is worth another attempt.
-fn retryable(e: &OciDistributionError) -> bool {
-    match e {
-        OciDistributionError::ServerError { code, .. } => *code >= 500 || *code == 429,
-        // Without a status the request failed in transport: refused or reset connection,
-        // timeout, a connection closed before the answer was complete.
-        OciDistributionError::RequestError(r) => match r.status() {
-            Some(s) => s.is_server_error() || s.as_u16() == 429,
-            None => !r.is_builder() && !r.is_redirect(),
-        },
-        OciDistributionError::RegistryError { envelope, .. } => envelope
-            .errors
-            .iter()
-            .any(|e| e.code == oci_client::errors::OciErrorCode::Toomanyrequests),
-        _ => false,
-    }
-}
-
-/// Turns an oci-client error into ours, quoting the registry.
-fn map_error(host: &str, user: Option<&str>, e: OciDistributionError) -> Error {
-    let registry = host.to_owned();
-    match e {
-        OciDistributionError::RegistryError { envelope, url } => {
-            let unauthorized = envelope.errors.iter().any(|e| {
-                matches!(
-                    e.code,
-                    oci_client::errors::OciErrorCode::Unauthorized
-                        | oci_client::errors::OciErrorCode::Denied
-                )
-            });
-            let answer = format!("{} (for {url})", describe_envelope(&envelope));
-            if unauthorized {
-                Error::Unauthorized {
-                    registry,
-                    user: user_suffix(user),
-                    answer,
-                }
-            } else {
-                Error::Registry {
-                    registry,
-                    status: status_of(&envelope).into(),
-                    answer,
-                }
-            }
-        }
-        OciDistributionError::ServerError { code, url, message } => {
-            let status = reqwest::StatusCode::from_u16(code)
-                .map(|s| s.to_string())
-                .unwrap_or_else(|_| code.to_string());
-            let answer = format!("{} (for {url})", describe_body(message.as_bytes()));
-            if code == 401 || code == 403 {
-                Error::Unauthorized {
-                    registry,
-                    user: user_suffix(user),
-                    answer: format!("{status}: {answer}"),
-                }
-            } else {
-                Error::Registry {
-                    registry,
-                    status,
-                    answer,
-                }
-            }
-        }
-        OciDistributionError::UnauthorizedError { url } => Error::Unauthorized {
-            registry,
-            user: user_suffix(user),
-            answer: format!("401 Unauthorized for {url}"),
-        },
-        OciDistributionError::AuthenticationFailure(reason) => Error::Unauthorized {
-            registry,
-            user: user_suffix(user),
-            answer: format!("token service: {}", describe_body(reason.as_bytes())),
-        },
-        OciDistributionError::RequestError(r) => match r.status() {
-            Some(s) if s.as_u16() == 401 || s.as_u16() == 403 => Error::Unauthorized {
-                registry,
-                user: user_suffix(user),
-                answer: format!(
-                    "{s} for {}",
-                    r.url().map(|u| u.to_string()).unwrap_or_default()
-                ),
-            },
-            Some(s) => Error::Registry {
-                registry,
-                status: s.to_string(),
-                answer: format!("for {}", r.url().map(|u| u.to_string()).unwrap_or_default()),
-            },
-            None => Error::Unreachable {
-                registry,
-                message: error_chain(&r),
-            },
-        },
-        OciDistributionError::DigestError(oci_client::errors::DigestError::VerificationError {
-            expected,
-            actual,
-        }) => Error::DigestMismatch {
-            registry,
-            what: "content".into(),
-            expected,
-            actual,
-        },
-        other => Error::Registry {
-            registry,
-            status: "an unusable answer".into(),
-            answer: error_chain(&other),
-        },
+        self.ping(http::scope("opship/login-check", false)).await
     }
 }
 
@@ -854,12 +532,5 @@ mod tests {
         assert!(is_loopback("[::1]:5000"));
         assert!(!is_loopback("quay.io"));
         assert!(!is_loopback("10.0.0.1:5000"));
-    }
-
-    #[test]
-    fn body() {
-        let b = br#"{"errors":[{"code":"UNAUTHORIZED","message":"authentication required","detail":null}]}"#;
-        assert_eq!(describe_body(b), "UNAUTHORIZED: authentication required");
-        assert_eq!(describe_body(b""), "(empty body)");
     }
 }

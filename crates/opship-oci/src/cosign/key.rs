@@ -9,11 +9,12 @@
 //! because a wrong password must be reported as such. Passwords and key bytes are held in
 //! `Zeroizing` buffers and never formatted into messages.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use crypto_secretbox::aead::{Aead, KeyInit};
+use opship_core::input::{self, Kind};
 use serde::Deserialize;
 use sigstore::crypto::signing_key::{SigStoreKeyPair, SigStoreSigner};
 use sigstore::crypto::{CosignVerificationKey, Signature, SigningScheme};
@@ -128,101 +129,42 @@ struct Cipher {
     nonce: String,
 }
 
-/// Opens the envelope with `password`: the PKCS#8 DER of the key.
-fn decrypt(envelope: &[u8], password: &[u8], path: &Path) -> Result<Zeroizing<Vec<u8>>> {
-    let env: Envelope = serde_json::from_slice(envelope).map_err(|e| {
-        key_err(
-            path,
-            format!("the encrypted key is not the cosign JSON envelope ({e})"),
-        )
-    })?;
-    if env.kdf.name != "scrypt" {
-        return Err(key_err(
-            path,
-            format!(
-                "unsupported key derivation `{}` (cosign uses scrypt)",
-                env.kdf.name
-            ),
-        ));
-    }
-    let KdfParams { n, r, p } = env.kdf.params;
-    if !SCRYPT_N.contains(&n) || r != 8 || p != 1 {
-        return Err(key_err(
-            path,
-            format!(
-                "unsupported scrypt parameters N={n} r={r} p={p} (cosign accepts N=32768, 65536 \
-                 or 131072 with r=8 p=1)"
-            ),
-        ));
-    }
-    if env.cipher.name != "nacl/secretbox" {
-        return Err(key_err(
-            path,
-            format!(
-                "unsupported cipher `{}` (cosign uses nacl/secretbox)",
-                env.cipher.name
-            ),
-        ));
-    }
-    let b64 = |field: &str, s: &str| {
-        STANDARD
-            .decode(s)
-            .map_err(|e| key_err(path, format!("`{field}` is not base64 ({e})")))
-    };
-    let salt = b64("kdf.salt", &env.kdf.salt)?;
-    let nonce = b64("cipher.nonce", &env.cipher.nonce)?;
-    let ciphertext = b64("ciphertext", &env.ciphertext)?;
-    if nonce.len() != 24 {
-        return Err(key_err(
-            path,
-            format!("the secretbox nonce has {} bytes, not 24", nonce.len()),
-        ));
-    }
-    let log_n = u8::try_from(n.trailing_zeros()).unwrap_or(u8::MAX);
-    let params = scrypt::Params::new(log_n, r, p)
-        .map_err(|e| key_err(path, format!("scrypt parameters: {e}")))?;
-    let mut box_key = Zeroizing::new([0u8; 32]);
-    scrypt::scrypt(password, &salt, &params, box_key.as_mut_slice())
-        .map_err(|e| key_err(path, format!("scrypt: {e}")))?;
-    let cipher = crypto_secretbox::XSalsa20Poly1305::new(crypto_secretbox::Key::from_slice(
-        box_key.as_slice(),
-    ));
-    let plain = cipher
-        .decrypt(
-            crypto_secretbox::Nonce::from_slice(&nonce),
-            ciphertext.as_slice(),
-        )
-        .map_err(|_| {
-            key_err(
-                path,
-                "wrong password: the key does not decrypt with it (or the file is damaged)",
-            )
-        })?;
-    Ok(Zeroizing::new(plain))
+/// A cosign private key file, parsed but not decrypted: the PEM block, its JSON envelope and
+/// the scrypt and secretbox parameters, all checked. Parsing is cheap; parameters cosign never
+/// writes (an scrypt N other than 32768, 65536 or 131072, which could cost gigabytes and
+/// minutes to derive) are refused here, before any key derivation.
+pub struct EncryptedKey {
+    path: PathBuf,
+    n: u64,
+    salt: Vec<u8>,
+    nonce: Vec<u8>,
+    ciphertext: Vec<u8>,
 }
 
-impl PrivateKey {
-    /// A new random P-256 key.
-    pub fn generate() -> Result<Self> {
-        let signer = SigningScheme::ECDSA_P256_SHA256_ASN1
-            .create_signer()
-            .map_err(|e| Error::Signature(format!("generating a P-256 key: {e}")))?;
-        Self::from_signer(signer, Path::new("(new key)"))
+impl std::fmt::Debug for EncryptedKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "EncryptedKey({}, scrypt N={})",
+            self.path.display(),
+            self.n
+        )
+    }
+}
+
+/// The Poly1305 tag every secretbox ciphertext starts with.
+const SECRETBOX_TAG: usize = 16;
+
+impl EncryptedKey {
+    /// Reads a private key file (a regular file of at most 64 KiB, through
+    /// `opship_core::input`) and parses it.
+    pub fn read(path: &Path) -> Result<Self> {
+        let text = input::read(path, Kind::Key)?;
+        Self::parse(&text, path)
     }
 
-    fn from_signer(signer: SigStoreSigner, path: &Path) -> Result<Self> {
-        let pair = signer
-            .to_sigstore_keypair()
-            .map_err(|e| key_err(path, format!("unusable key: {e}")))?;
-        let der = pair
-            .public_key_to_der()
-            .map_err(|e| key_err(path, format!("unusable key: {e}")))?;
-        let public = PublicKey::from_der(&der, path)?;
-        Ok(PrivateKey { signer, public })
-    }
-
-    /// Reads a cosign private key file's text, decrypting it with `password`.
-    pub fn from_encrypted_pem(text: &[u8], password: &[u8], path: &Path) -> Result<Self> {
+    /// Parses the text of a cosign private key file (`path` is named in errors).
+    pub fn parse(text: &[u8], path: &Path) -> Result<Self> {
         let text = std::str::from_utf8(text)
             .map_err(|_| key_err(path, "not a PEM file (not UTF-8 text)"))?;
         let blocks = pem_blocks(text);
@@ -250,8 +192,132 @@ impl PrivateKey {
             ));
         }
         let body = body.map_err(|m| key_err(path, m))?;
-        let pkcs8 = decrypt(&body, password, path)?;
-        let pair = SigStoreKeyPair::from_der(&pkcs8)
+        let env: Envelope = serde_json::from_slice(&body).map_err(|e| {
+            key_err(
+                path,
+                format!("the encrypted key is not the cosign JSON envelope ({e})"),
+            )
+        })?;
+        if env.kdf.name != "scrypt" {
+            return Err(key_err(
+                path,
+                format!(
+                    "unsupported key derivation `{}` (cosign uses scrypt)",
+                    env.kdf.name
+                ),
+            ));
+        }
+        let KdfParams { n, r, p } = env.kdf.params;
+        if !SCRYPT_N.contains(&n) || r != 8 || p != 1 {
+            return Err(key_err(
+                path,
+                format!(
+                    "unsupported scrypt parameters N={n} r={r} p={p} (cosign accepts N=32768, \
+                     65536 or 131072 with r=8 p=1)"
+                ),
+            ));
+        }
+        if env.cipher.name != "nacl/secretbox" {
+            return Err(key_err(
+                path,
+                format!(
+                    "unsupported cipher `{}` (cosign uses nacl/secretbox)",
+                    env.cipher.name
+                ),
+            ));
+        }
+        let b64 = |field: &str, s: &str| {
+            STANDARD
+                .decode(s)
+                .map_err(|e| key_err(path, format!("`{field}` is not base64 ({e})")))
+        };
+        let salt = b64("kdf.salt", &env.kdf.salt)?;
+        let nonce = b64("cipher.nonce", &env.cipher.nonce)?;
+        let ciphertext = b64("ciphertext", &env.ciphertext)?;
+        if nonce.len() != 24 {
+            return Err(key_err(
+                path,
+                format!("the secretbox nonce has {} bytes, not 24", nonce.len()),
+            ));
+        }
+        if ciphertext.len() <= SECRETBOX_TAG {
+            return Err(key_err(
+                path,
+                format!(
+                    "the ciphertext has {} bytes, too short for a sealed key (the file is damaged)",
+                    ciphertext.len()
+                ),
+            ));
+        }
+        Ok(EncryptedKey {
+            path: path.to_path_buf(),
+            n,
+            salt,
+            nonce,
+            ciphertext,
+        })
+    }
+
+    /// The scrypt cost parameter N (one of [`SCRYPT_N`]).
+    pub fn scrypt_n(&self) -> u64 {
+        self.n
+    }
+
+    /// Derives the box key from `password` (scrypt, the slow part) and opens the key.
+    pub fn decrypt(&self, password: &[u8]) -> Result<PrivateKey> {
+        let path = self.path.as_path();
+        let log_n = u8::try_from(self.n.trailing_zeros()).unwrap_or(u8::MAX);
+        let params = scrypt::Params::new(log_n, 8, 1)
+            .map_err(|e| key_err(path, format!("scrypt parameters: {e}")))?;
+        let mut box_key = Zeroizing::new([0u8; 32]);
+        scrypt::scrypt(password, &self.salt, &params, box_key.as_mut_slice())
+            .map_err(|e| key_err(path, format!("scrypt: {e}")))?;
+        let cipher = crypto_secretbox::XSalsa20Poly1305::new(crypto_secretbox::Key::from_slice(
+            box_key.as_slice(),
+        ));
+        let plain = cipher
+            .decrypt(
+                crypto_secretbox::Nonce::from_slice(&self.nonce),
+                self.ciphertext.as_slice(),
+            )
+            .map_err(|_| {
+                key_err(
+                    path,
+                    "wrong password: the key does not decrypt with it (or the file is damaged)",
+                )
+            })?;
+        PrivateKey::from_pkcs8_der(&Zeroizing::new(plain), path)
+    }
+}
+
+impl PrivateKey {
+    /// A new random P-256 key.
+    pub fn generate() -> Result<Self> {
+        let signer = SigningScheme::ECDSA_P256_SHA256_ASN1
+            .create_signer()
+            .map_err(|e| Error::Signature(format!("generating a P-256 key: {e}")))?;
+        Self::from_signer(signer, Path::new("(new key)"))
+    }
+
+    fn from_signer(signer: SigStoreSigner, path: &Path) -> Result<Self> {
+        let pair = signer
+            .to_sigstore_keypair()
+            .map_err(|e| key_err(path, format!("unusable key: {e}")))?;
+        let der = pair
+            .public_key_to_der()
+            .map_err(|e| key_err(path, format!("unusable key: {e}")))?;
+        let public = PublicKey::from_der(&der, path)?;
+        Ok(PrivateKey { signer, public })
+    }
+
+    /// Reads a cosign private key file's text, decrypting it with `password`.
+    pub fn from_encrypted_pem(text: &[u8], password: &[u8], path: &Path) -> Result<Self> {
+        EncryptedKey::parse(text, path)?.decrypt(password)
+    }
+
+    /// The key of a decrypted key file: PKCS#8 DER of an ECDSA P-256 key.
+    pub fn from_pkcs8_der(der: &[u8], path: &Path) -> Result<Self> {
+        let pair = SigStoreKeyPair::from_der(der)
             .map_err(|e| key_err(path, format!("the decrypted key is not PKCS#8: {e}")))?;
         let signer = pair
             .to_sigstore_signer(&SigningScheme::ECDSA_P256_SHA256_ASN1)
@@ -266,10 +332,9 @@ impl PrivateKey {
         Self::from_signer(signer, path)
     }
 
-    /// Reads and decrypts a private key file.
+    /// Reads and decrypts a private key file (see [`EncryptedKey::read`]).
     pub fn read(path: &Path, password: &[u8]) -> Result<Self> {
-        let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        Self::from_encrypted_pem(&text, password, path)
+        EncryptedKey::read(path)?.decrypt(password)
     }
 
     /// The encrypted PEM (label `ENCRYPTED SIGSTORE PRIVATE KEY`, scrypt N=32768 r=8 p=1: the
@@ -340,9 +405,9 @@ impl PublicKey {
         Self::from_der(&der, path)
     }
 
-    /// Reads a public key file.
+    /// Reads a public key file: a regular file of at most 64 KiB (`opship_core::input`).
     pub fn read(path: &Path) -> Result<Self> {
-        let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let text = input::read(path, Kind::Key)?;
         Self::from_pem(&text, path)
     }
 
@@ -431,5 +496,47 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("not the cosign JSON envelope"), "{e}");
+    }
+
+    /// cosign's envelope with these scrypt parameters, as a PEM file.
+    fn envelope(n: u64, r: u32, ciphertext: &[u8]) -> String {
+        let json = format!(
+            r#"{{"kdf":{{"name":"scrypt","params":{{"N":{n},"r":{r},"p":1}},"salt":"{}"}},"cipher":{{"name":"nacl/secretbox","nonce":"{}"}},"ciphertext":"{}"}}"#,
+            STANDARD.encode([1u8; 32]),
+            STANDARD.encode([2u8; 24]),
+            STANDARD.encode(ciphertext)
+        );
+        format!(
+            "-----BEGIN {SIGSTORE_LABEL}-----\n{}\n-----END {SIGSTORE_LABEL}-----\n",
+            STANDARD.encode(json)
+        )
+    }
+
+    #[test]
+    fn parameters_are_checked_before_any_derivation() {
+        let p = Path::new("k.key");
+        // 2^40 × 128 × r bytes of scrypt memory: refused by parse, which derives nothing.
+        for (n, r) in [(1u64 << 40, 8), (32768, 1 << 20), (1 << 14, 8), (0, 8)] {
+            let e = EncryptedKey::parse(envelope(n, r, &[0; 64]).as_bytes(), p)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("unsupported scrypt parameters"), "{e}");
+        }
+        let e = EncryptedKey::parse(envelope(32768, 8, &[0; 16]).as_bytes(), p)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("too short for a sealed key"), "{e}");
+        for n in SCRYPT_N {
+            let key = EncryptedKey::parse(envelope(n, 8, &[0; 64]).as_bytes(), p).unwrap();
+            assert_eq!(key.scrypt_n(), n);
+        }
+        // Not PKCS#8, and PKCS#8 of a P-256 key.
+        let e = PrivateKey::from_pkcs8_der(b"\x30\x03\x02\x01\x00", p)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("k.key: the decrypted key is not PKCS#8"),
+            "{e}"
+        );
     }
 }

@@ -12,5 +12,5 @@ pub mod payload;
 pub mod signing;
 pub mod verification;
 
-pub use key::{PrivateKey, PublicKey};
+pub use key::{EncryptedKey, PrivateKey, PublicKey};
 pub use verification::{Identity, Policy, Report};

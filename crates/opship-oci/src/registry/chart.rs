@@ -3,27 +3,9 @@
 //! to upload, other content under the same version is refused unless forced, since
 //! `helm push` silently overwrites (helm/helm#10264).
 
-use oci_client::Reference;
-use oci_client::errors::{OciDistributionError, OciErrorCode};
-
-use super::Registry;
+use super::{Reference, Registry};
 use crate::artifact::{ChartArtifact, ChartPush, OCI_MANIFEST, chart_manifest, sha256};
 use crate::error::{Error, Result};
-
-/// Whether the registry said the tag does not exist.
-fn not_found(e: &OciDistributionError) -> bool {
-    match e {
-        OciDistributionError::ImageManifestNotFoundError(_) => true,
-        OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().any(|x| {
-            matches!(
-                x.code,
-                OciErrorCode::ManifestUnknown | OciErrorCode::NameUnknown | OciErrorCode::NotFound
-            )
-        }),
-        OciDistributionError::ServerError { code, .. } => *code == 404,
-        _ => false,
-    }
-}
 
 impl Registry {
     /// Pushes `artifact` as `repository/<name>:<version>` (`repository` is `host/path`, as in
@@ -48,26 +30,20 @@ impl Registry {
                 self.host
             )));
         }
-        self.store_auth().await;
         let manifest = chart_manifest(artifact);
         let digest = sha256(&manifest);
-        let auth = self.auth.to_oci();
-        let (r, a) = (&reference, &auth);
-        // HEAD of the tag, retried like every request, but a "not found" is an answer here.
-        let mut delay = self.options.backoff;
-        let attempts = self.options.attempts.max(1);
-        let mut attempt = 1;
-        let existing = loop {
-            match self.client.fetch_manifest_digest(r, a).await {
-                Ok(d) => break Some(d),
-                Err(e) if not_found(&e) => break None,
-                Err(e) if attempt < attempts && super::retryable(&e) => {
-                    tracing::warn!("{}: {e}; retrying", self.host);
-                    tokio::time::sleep(delay).await;
-                    delay = delay.saturating_mul(2);
-                    attempt += 1;
-                }
-                Err(e) => return Err(self.err(e)),
+        // HEAD of the tag, retried like every request; "not found" is an answer here.
+        let existing = match self
+            .head_manifest(&reference, &[OCI_MANIFEST], true)
+            .await?
+        {
+            Ok(Some(d)) => Some(d),
+            Err(reqwest::StatusCode::NOT_FOUND) => None,
+            _ => {
+                // No digest in the answer, or a refusal whose body HEAD cannot carry: GET.
+                self.get_manifest(&reference, &[OCI_MANIFEST], true, true)
+                    .await?
+                    .map(|m| m.digest.to_string())
             }
         };
         match existing {
@@ -87,13 +63,12 @@ impl Registry {
             _ => {}
         }
         for blob in [&artifact.config, &artifact.archive] {
-            let d = sha256(blob);
-            let d = d.as_str();
-            if self.retry(move || self.client.blob_exists(r, d)).await? {
+            let d = opship_core::image::oci::Digest::parse(&sha256(blob))?;
+            if self.has_blob(&reference, &d, true).await? {
                 continue;
             }
             let data = bytes::Bytes::copy_from_slice(blob);
-            self.retry(move || self.client.push_blob(r, data.clone(), d))
+            self.upload(&reference, &d, &data, self.options.chunked, None)
                 .await?;
         }
         let body = bytes::Bytes::from(manifest);

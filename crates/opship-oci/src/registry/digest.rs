@@ -3,10 +3,9 @@
 //! manifest. This is what `generate bundle --use-image-digests` pins, so a pinned bundle runs
 //! on every architecture the tag did.
 
-use oci_client::Reference;
 use opship_core::image::oci::{Digest, media};
 
-use super::Registry;
+use super::{Reference, Registry, http};
 use crate::error::{Error, Result};
 
 /// Every manifest kind a tag may point at; the index types keep the registry from choosing a
@@ -24,27 +23,19 @@ impl Registry {
     /// `Docker-Content-Digest` disagrees with what it sent is an error rather than a pin to
     /// something else. A reference with a digest must match it.
     pub async fn manifest_digest(&self, reference: &Reference) -> Result<(Digest, String)> {
-        self.store_auth().await;
-        let auth = self.auth.to_oci();
-        let auth = &auth;
-        let (body, claimed) = self
-            .retry(move || self.client.pull_manifest_raw(reference, auth, ACCEPT_ANY))
-            .await?;
-        let actual = Digest::of(&body);
-        let expected = reference.digest().unwrap_or(&claimed);
-        if expected.starts_with("sha256:") && expected != actual.as_str() {
-            return Err(Error::DigestMismatch {
-                registry: self.host.clone(),
-                what: format!("manifest {}", reference.whole()),
-                expected: expected.to_owned(),
-                actual: actual.to_string(),
-            });
-        }
+        let fetched = self
+            .get_manifest(reference, ACCEPT_ANY, false, false)
+            .await?
+            .ok_or_else(|| Error::Input(format!("{}: no manifest", reference.whole())))?;
         let value: serde_json::Value =
-            serde_json::from_slice(&body).map_err(|e| Error::Registry {
+            serde_json::from_slice(&fetched.bytes).map_err(|e| Error::Registry {
                 registry: self.host.clone(),
                 status: "an unusable answer".into(),
-                answer: format!("the manifest of {} is not JSON: {e}", reference.whole()),
+                answer: format!(
+                    "the manifest of {} is not JSON ({e}): {}",
+                    reference.whole(),
+                    http::quote(&fetched.bytes)
+                ),
             })?;
         // `mediaType` is optional in OCI manifests and indexes; the shape tells them apart.
         let media_type = match value.get("mediaType").and_then(|v| v.as_str()) {
@@ -62,6 +53,6 @@ impl Registry {
                 ),
             });
         }
-        Ok((actual, media_type))
+        Ok((fetched.digest, media_type))
     }
 }

@@ -239,3 +239,65 @@ fn a_dead_registry_is_unreachable_after_retries() {
     let err = block(Registry::new(&r, Auth::Anonymous, options()).resolve(&r)).unwrap_err();
     assert!(matches!(err, Error::Unreachable { .. }), "{err}");
 }
+
+#[test]
+fn a_config_too_large_for_memory_is_refused_before_it_is_requested() {
+    let d = Digest::of(b"x");
+    let m = format!(
+        r#"{{"schemaVersion":2,"mediaType":"{OCI_MANIFEST}","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{d}","size":1073741824}},"layers":[]}}"#
+    );
+    let md = Digest::of(m.as_bytes()).to_string();
+    let server = fake(vec![(
+        "/v2/big/manifests/1",
+        vec![ok(
+            m.as_bytes(),
+            &[
+                ("Content-Type", OCI_MANIFEST),
+                ("Docker-Content-Digest", &md),
+            ],
+        )],
+    )]);
+    let r = registry::parse_reference(&format!("{}/big:1", server.addr)).unwrap();
+    let err = block(Registry::new(&r, Auth::Anonymous, options()).inspect(&r)).unwrap_err();
+    assert!(matches!(err, Error::TooLarge { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("blob {d} of big")) && text.contains("1073741824"),
+        "{text}"
+    );
+    assert!(
+        !server
+            .hits
+            .lock()
+            .unwrap()
+            .contains_key(&format!("/v2/big/blobs/{d}")),
+        "the blob was requested"
+    );
+}
+
+#[test]
+fn an_error_page_is_named_and_quoted_briefly_not_retried() {
+    let page = format!(
+        "<html><body><h1>Oops</h1>{}<p>TAIL-MARKER</p></body></html>",
+        "<p>filler</p>".repeat(2000)
+    );
+    let server = fake(vec![(
+        "/v2/web/manifests/1",
+        vec![Answer {
+            status: 404,
+            headers: vec![("Content-Type".into(), "text/html".into())],
+            body: page.into_bytes(),
+        }],
+    )]);
+    let r = registry::parse_reference(&format!("{}/web:1", server.addr)).unwrap();
+    let err = block(Registry::new(&r, Auth::Anonymous, options()).inspect(&r)).unwrap_err();
+    assert!(matches!(err, Error::NotRegistry { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("does not look like an OCI registry"),
+        "{text}"
+    );
+    assert!(text.contains("<html><body><h1>Oops</h1>"), "{text}");
+    assert!(!text.contains("TAIL-MARKER") && text.len() < 800, "{text}");
+    assert_eq!(server.hits.lock().unwrap()["/v2/web/manifests/1"], 1);
+}
