@@ -119,11 +119,9 @@ fn pull(
     args: &RegistryArgs,
 ) -> Result<String, CmdError> {
     let auth = if let (Some(username), true) = (&args.username, args.password_stdin) {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
         opship_oci::auth::Auth::Basic {
             username: username.clone(),
-            password: s.trim_end_matches(['\r', '\n']).to_owned(),
+            password: super::registry::read_password()?,
         }
     } else {
         opship_oci::auth::lookup(

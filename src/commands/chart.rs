@@ -205,17 +205,11 @@ fn index(args: &ChartIndexArgs) -> Result<ExitStatus, CmdError> {
 
 /// Credentials for `host`: `--username` with `--password-stdin`, else the stored ones.
 fn credentials(args: &crate::cli::RegistryArgs, host: &str) -> Result<opship_oci::Auth, CmdError> {
-    use std::io::Read;
     if let (Some(username), true) = (&args.username, args.password_stdin) {
-        let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s)?;
-        let password = s.trim_end_matches(['\r', '\n']).to_owned();
-        if password.is_empty() {
-            return Err("--password-stdin: standard input is empty".into());
-        }
+        // Bounded like every other secret (`opship_core::input`).
         return Ok(opship_oci::Auth::Basic {
             username: username.clone(),
-            password,
+            password: super::registry::read_password()?,
         });
     }
     let found = opship_oci::auth::lookup(host, &opship_oci::auth::Env::from_process())?;

@@ -22,7 +22,7 @@ pub(super) fn runtime() -> Result<tokio::runtime::Runtime, CmdError> {
 
 /// Reads a password from stdin, without the final line break: at most the budget of a
 /// secret (`/dev/zero` on stdin is refused, not read until memory runs out).
-fn read_password() -> Result<String, CmdError> {
+pub(super) fn read_password() -> Result<String, CmdError> {
     let budget = opship_core::input::Kind::Secret.budget();
     let mut bytes = Vec::new();
     std::io::stdin()
