@@ -3,7 +3,7 @@
 //! `kubectl apply`, and every CEL rule (`x-kubernetes-validations`) of the bundle's CRDs
 //! parsed. Nothing else checks either before a user tries the example in the console.
 
-mod cel;
+pub mod cel;
 mod schema;
 
 use std::collections::HashSet;

@@ -163,13 +163,14 @@ pub struct Finding {
 }
 
 impl Finding {
-    /// A finding at the rule's level, without a location.
+    /// A finding at the rule's level, without a location. Long values quoted in the message
+    /// or naming the object are cut ([`bounded`]): every finding is made here.
     pub fn new(rule: &'static Rule, object: impl Into<String>, message: impl Into<String>) -> Self {
         Finding {
             rule,
             level: rule.level,
-            object: object.into(),
-            message: message.into(),
+            object: bounded(object.into()),
+            message: bounded(message.into()),
             location: None,
         }
     }
@@ -198,6 +199,72 @@ impl Finding {
             self.level,
         )
     }
+}
+
+/// A run of non-space text longer than this is cut to [`RUN_KEPT`] bytes: a value quoted in a
+/// message (a version, an annotation, an image, a CEL rule) is usually one such run.
+pub const RUN_MAX: usize = 256;
+/// What is kept of a cut run.
+pub const RUN_KEPT: usize = 200;
+/// A message still longer than this after runs are cut (a long value with spaces in it) keeps
+/// its first [`MESSAGE_HEAD`] and last [`MESSAGE_TAIL`] bytes.
+pub const MESSAGE_MAX: usize = 1024;
+/// See [`MESSAGE_MAX`].
+pub const MESSAGE_HEAD: usize = 512;
+/// See [`MESSAGE_MAX`]; the end usually says what is wrong.
+pub const MESSAGE_TAIL: usize = 256;
+
+/// `text` with every run of non-space characters longer than [`RUN_MAX`] bytes cut to its
+/// first [`RUN_KEPT`] bytes and `… (N bytes)`, then, when still over [`MESSAGE_MAX`], its
+/// middle replaced by `… (N bytes) …`. Cuts fall on character boundaries.
+pub fn bounded(text: String) -> String {
+    if text.len() <= RUN_MAX {
+        return text;
+    }
+    let mut out = String::new();
+    let mut rest = text.as_str();
+    let mut changed = false;
+    while !rest.is_empty() {
+        let run_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let run = &rest[..run_end];
+        if run.len() > RUN_MAX {
+            out.push_str(&run[..floor_boundary(run, RUN_KEPT)]);
+            out.push_str(&format!("… ({} bytes)", run.len()));
+            changed = true;
+        } else {
+            out.push_str(run);
+        }
+        rest = &rest[run_end..];
+        let space_end = rest
+            .find(|c: char| !c.is_whitespace())
+            .unwrap_or(rest.len());
+        out.push_str(&rest[..space_end]);
+        rest = &rest[space_end..];
+    }
+    let out = if changed { out } else { text };
+    if out.len() <= MESSAGE_MAX {
+        return out;
+    }
+    let head = floor_boundary(&out, MESSAGE_HEAD);
+    let mut tail = out.len() - MESSAGE_TAIL;
+    while !out.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{}… ({} bytes) …{}",
+        &out[..head],
+        tail - head,
+        &out[tail..]
+    )
+}
+
+/// The largest character boundary of `s` at or below `at`.
+fn floor_boundary(s: &str, at: usize) -> usize {
+    let mut i = at.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
 }
 
 /// Every rule, in ID order.
@@ -337,6 +404,53 @@ fn wrap(text: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_values_are_cut_in_one_place() {
+        let short = "annotation `a` is `b`".to_owned();
+        assert_eq!(bounded(short.clone()), short);
+        let exact = "x".repeat(RUN_MAX - 2);
+        assert_eq!(bounded(format!("`{exact}` ok")), format!("`{exact}` ok"));
+
+        let version = "1".repeat(1 << 20);
+        let f = Finding::new(
+            crate::csv::RULES[0],
+            "x".repeat(1 << 20),
+            format!("spec.version `{version}` is not a valid semantic version"),
+        );
+        assert_eq!(
+            f.message,
+            format!(
+                "spec.version `{}… (1048578 bytes) is not a valid semantic version",
+                "1".repeat(RUN_KEPT - 1)
+            )
+        );
+        assert!(f.object.len() < 250 && f.object.ends_with("… (1048576 bytes)"));
+
+        // Two values: the words between them stay.
+        let m = bounded(format!(
+            "label `k` is `{version}` but annotations.yaml says `{version}`"
+        ));
+        assert!(m.contains("bytes) but annotations.yaml says `"), "{m}");
+        assert!(m.len() < 2 * RUN_KEPT + 100);
+
+        // Cuts fall between characters.
+        let m = bounded(format!("image `{}`", "é".repeat(300_000)));
+        assert!(
+            m.starts_with("image `é") && m.ends_with("… (600002 bytes)"),
+            "{m}"
+        );
+
+        // A long value with spaces: head and tail, the tail saying what is wrong.
+        let rule = "a + ".repeat(250_000);
+        let full = format!("CEL rule `{rule}a` does not parse: it is too long");
+        let cut = full.len() - MESSAGE_HEAD - MESSAGE_TAIL;
+        let m = bounded(full);
+        assert!(m.len() <= MESSAGE_HEAD + MESSAGE_TAIL + 40, "{}", m.len());
+        assert!(m.starts_with("CEL rule `a + a"));
+        assert!(m.ends_with("a + a` does not parse: it is too long"), "{m}");
+        assert!(m.contains(&format!("… ({cut} bytes) …")), "{m}");
+    }
 
     #[test]
     fn ids_are_unique_and_well_formed() {
