@@ -9,6 +9,7 @@ mod digests;
 mod docs;
 mod faults;
 mod generate;
+mod hostile_validate;
 mod layout_lock;
 mod progress;
 mod push_all;
