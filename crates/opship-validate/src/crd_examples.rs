@@ -85,7 +85,10 @@ rule!(
     "Every CEL validation rule of the CRDs parses",
     "The API server compiles x-kubernetes-validations rules (and messageExpressions) when the \
      CRD is created and refuses the CRD when one does not parse, which fails the whole install. \
-     Fix the expression; `kubectl apply --dry-run=server` on the CRD shows the same error."
+     It also refuses expressions over cel-go's parser limits: more than 100,000 characters, or \
+     nested more than 250 levels (brackets, calls and conditionals; or selections, indexes, \
+     calls and operators on one path, as in `self.a.a.a…`). Fix the expression; `kubectl apply \
+     --dry-run=server` on the CRD shows the same error."
 );
 
 /// The rules of this suite.
