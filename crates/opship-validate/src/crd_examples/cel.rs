@@ -518,12 +518,16 @@ impl Frame {
         if self.suspended {
             return [1, 0, 0];
         }
-        let calc = self
-            .ops
-            .iter()
-            .filter(|(o, _)| matches!(o, Op::Add | Op::Mul))
-            .count();
-        let rel = self.ops.iter().filter(|(o, _)| *o == Op::Rel).count();
+        // Precedence rises up the stack, so the pending relation and arithmetic are on top
+        // (at most three operators: broken input piles up only `?`s below them).
+        let (mut calc, mut rel) = (0, 0);
+        for (op, _) in self.ops.iter().rev() {
+            match op {
+                Op::Add | Op::Mul => calc += 1,
+                Op::Rel => rel += 1,
+                _ => break,
+            }
+        }
         [1, 1 + calc, 1 + rel]
     }
 
@@ -783,7 +787,14 @@ impl Machine {
                 self.deepest = deepest;
             }
             Tok::Colon => {
-                let in_cond = self.top().ops.iter().any(|(o, _)| *o == Op::Cond);
+                // Above the last `?` there is at most one operator of each other kind.
+                let in_cond = self
+                    .top()
+                    .ops
+                    .iter()
+                    .rev()
+                    .take(6)
+                    .any(|(o, _)| *o == Op::Cond);
                 if in_cond {
                     // `c ? e1 :`: e1 ends, e2 is an expression of its own.
                     let mut deepest = self.deepest;
@@ -947,6 +958,23 @@ mod tests {
         assert!(err.contains("chains 25000"), "{err}");
         let err = checked(format!("{}a", "a ? a : ".repeat(5_000))).unwrap();
         assert!(err.contains("nests 5001 levels"), "{err}");
+    }
+
+    #[test]
+    fn broken_input_is_measured_in_linear_time() {
+        // Questions without colons pile up on the operator stack, quotes that never close
+        // make the lexer look ahead: neither may make a pass quadratic (100,000 characters
+        // squared would not finish in a test).
+        let text = "a?".repeat(MAX_CODE_POINTS / 2);
+        assert_eq!(shape(&text).nesting, 1);
+        let text = format!(
+            "{}{}",
+            "a?b:".repeat(MAX_CODE_POINTS / 8),
+            "c:".repeat(MAX_CODE_POINTS / 4)
+        );
+        assert!(shape(&text).nesting > MAX_DEPTH);
+        let text = format!(r"'''''{}\q", r"\'''".repeat(MAX_CODE_POINTS / 5));
+        assert_eq!(shape(&text).nesting, 1);
     }
 
     #[test]
