@@ -265,7 +265,7 @@ fn cut_quoted(text: String) -> String {
         if i > 0 {
             out.push('`');
         }
-        if i % 2 == 1 && i <= 2 * pairs - 1 {
+        if i % 2 == 1 && i < 2 * pairs {
             changed |= cut(&mut out, part);
         } else {
             out.push_str(part);
@@ -466,6 +466,13 @@ mod tests {
         ));
         assert!(m.contains("bytes)` but annotations.yaml says 111"), "{m}");
         assert!(m.len() < 2 * RUN_KEPT + 100);
+
+        // A lone backtick opens nothing.
+        let m = bounded(format!("a ` {version}"));
+        assert!(
+            m.starts_with("a ` 111") && m.ends_with("… (1048576 bytes)"),
+            "{m}"
+        );
 
         // Cuts fall between characters.
         let m = bounded(format!("image {}", "é".repeat(300_000)));

@@ -588,8 +588,8 @@ impl Machine {
             return;
         };
         let new = f.counts();
-        for i in 0..3 {
-            self.sums[i] = self.sums[i] - f.contrib[i] + new[i];
+        for ((sum, old), new) in self.sums.iter_mut().zip(f.contrib).zip(new) {
+            *sum = *sum - old + new;
         }
         f.contrib = new;
         self.nesting = self.nesting.max(self.sums.into_iter().max().unwrap_or(0));
@@ -612,8 +612,8 @@ impl Machine {
         let mut deepest = self.deepest;
         let mut f = self.frames.pop().expect("checked above");
         f.end_element(&mut deepest);
-        for i in 0..3 {
-            self.sums[i] -= f.contrib[i];
+        for (sum, old) in self.sums.iter_mut().zip(f.contrib) {
+            *sum -= old;
         }
         let inner = f.acc;
         let value = match f.base {
