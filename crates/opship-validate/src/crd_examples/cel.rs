@@ -910,6 +910,152 @@ mod tests {
         }
     }
 
+    /// cel-go's visitor count over the `cel` crate's tree of the same expression (no macros).
+    fn tree_depth(e: &cel::common::ast::IdedExpr) -> usize {
+        use cel::common::ast::{EntryExpr, Expr};
+        let entry = |x: &cel::common::ast::IdedEntryExpr| match &x.expr {
+            EntryExpr::MapEntry(m) => tree_depth(&m.key).max(tree_depth(&m.value)),
+            EntryExpr::StructField(f) => tree_depth(&f.value),
+        };
+        match &e.expr {
+            Expr::Call(c) => {
+                let counted = c.target.is_some()
+                    || matches!(
+                        c.func_name.as_str(),
+                        "_+_"
+                            | "_-_"
+                            | "_*_"
+                            | "_/_"
+                            | "_%_"
+                            | "_<_"
+                            | "_<=_"
+                            | "_>_"
+                            | "_>=_"
+                            | "_==_"
+                            | "_!=_"
+                            | "@in"
+                            | "_[_]"
+                            | "_[?_]"
+                            | "_?._"
+                            | "_?_:_"
+                    );
+                let args = c.args.iter().map(tree_depth).max().unwrap_or(0);
+                let target = c.target.as_deref().map_or(0, tree_depth);
+                args.max(target) + usize::from(counted)
+            }
+            Expr::Select(s) => tree_depth(&s.operand) + 1,
+            Expr::List(l) => l.elements.iter().map(tree_depth).max().unwrap_or(0),
+            Expr::Map(m) => m.entries.iter().map(entry).max().unwrap_or(0),
+            Expr::Struct(s) => s.entries.iter().map(entry).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    /// Random expressions of every construct, deterministic (xorshift).
+    struct Gen(u64);
+
+    impl Gen {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+
+        fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+            xs[self.below(xs.len())]
+        }
+
+        fn list(&mut self, d: usize) -> String {
+            let n = self.below(3);
+            (0..n).map(|_| self.expr(d)).collect::<Vec<_>>().join(", ")
+        }
+
+        fn expr(&mut self, d: usize) -> String {
+            if d == 0 {
+                return self
+                    .pick(&[
+                        "1",
+                        "2u",
+                        "3.5",
+                        ".5e2",
+                        "0x1F",
+                        "'s'",
+                        "\"d\"",
+                        r"r'\q'",
+                        "b'x'",
+                        "'''a\nb'''",
+                        "true",
+                        "null",
+                        "-1",
+                        "a",
+                        "self",
+                        ".x",
+                        "in_x",
+                    ])
+                    .to_owned();
+            }
+            let d = d - 1;
+            match self.below(16) {
+                0 => {
+                    let op = self.pick(&["+", "-", "*", "/", "%"]);
+                    format!("{} {op} {}", self.expr(d), self.expr(d))
+                }
+                1 => {
+                    let op = self.pick(&["<", "<=", "==", "!=", "in", ">", ">="]);
+                    format!("{} {op} {}", self.expr(d), self.expr(d))
+                }
+                2 => {
+                    let op = self.pick(&["&&", "||"]);
+                    format!("{} {op} {}", self.expr(d), self.expr(d))
+                }
+                3 => format!("{} ? {} : {}", self.expr(d), self.expr(d), self.expr(d)),
+                4 => format!("({})", self.expr(d)),
+                5 => format!("({}).a", self.expr(d)),
+                6 => format!("({}).f({})", self.expr(d), self.list(d)),
+                7 => format!("g({})", self.list(d)),
+                8 => format!("({})[{}]", self.expr(d), self.expr(d)),
+                9 => {
+                    let comma = self.pick(&["", ","]);
+                    format!("[{}{comma}]", self.list(d))
+                }
+                10 => format!(
+                    "{{{}: {}, ?{}: {}}}",
+                    self.expr(d),
+                    self.expr(d),
+                    self.expr(d),
+                    self.expr(d)
+                ),
+                11 => format!("a.b.M{{f: {}, ?g: {}}}", self.expr(d), self.expr(d)),
+                12 => format!("!({})", self.expr(d)),
+                13 => format!("-({})", self.expr(d)),
+                14 => format!("a.?b[?{}]", self.expr(d)),
+                _ => format!("[?{}, {}] // c\n", self.expr(d), self.expr(d)),
+            }
+        }
+    }
+
+    #[test]
+    fn depth_agrees_with_the_parser_s_tree() {
+        let mut g = Gen(0x9e37_79b9_7f4a_7c15);
+        let mut parsed = 0;
+        for _ in 0..600 {
+            let d = 1 + g.below(6);
+            let text = g.expr(d);
+            // The generator nests conditionals where the grammar wants parentheses.
+            let Ok(tree) = cel::parser::Parser::new()
+                .enable_optional_syntax(true)
+                .enable_ident_escape_syntax(true)
+                .parse(&text)
+            else {
+                continue;
+            };
+            parsed += 1;
+            assert_eq!(shape(&text).depth, tree_depth(&tree), "{text}");
+        }
+        assert!(parsed > 400, "{parsed}");
+    }
+
     #[test]
     fn text_after_a_broken_literal_counts() {
         // cel-go's lexer drops `'\q` and reads the rest as tokens: `.a.a.a…`.
