@@ -11,6 +11,7 @@ mod faults;
 mod generate;
 mod hostile;
 mod hostile_chart;
+mod hostile_validate;
 mod kill;
 mod layout_lock;
 mod progress;

@@ -3,10 +3,10 @@
 //! `kubectl apply`, and every CEL rule (`x-kubernetes-validations`) of the bundle's CRDs
 //! parsed. Nothing else checks either before a user tries the example in the console.
 
+pub mod cel;
 mod schema;
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Mutex, OnceLock};
+use std::collections::HashSet;
 
 use opship_core::manifest::{Object, split_api_version};
 use opship_core::yaml::escape_pointer_token;
@@ -85,7 +85,10 @@ rule!(
     "Every CEL validation rule of the CRDs parses",
     "The API server compiles x-kubernetes-validations rules (and messageExpressions) when the \
      CRD is created and refuses the CRD when one does not parse, which fails the whole install. \
-     Fix the expression; `kubectl apply --dry-run=server` on the CRD shows the same error."
+     It also refuses expressions over cel-go's parser limits: more than 100,000 characters, or \
+     nested more than 250 levels (brackets, calls and conditionals; or selections, indexes, \
+     calls and operators on one path, as in `self.a.a.a…`). Fix the expression; `kubectl apply \
+     --dry-run=server` on the CRD shows the same error."
 );
 
 /// The rules of this suite.
@@ -93,7 +96,9 @@ pub const RULES: &[&Rule] = &[&EX001, &EX002, &EX003, &EX004, &EX005, &EX006, &E
 
 /// Runs the suite.
 pub(crate) fn check(b: &Bundle, _opts: &Options, out: &mut Vec<Finding>) {
-    cel_rules(b, out);
+    if b.crds().next().is_some() {
+        cel_rules_on_parser_stack(b, out);
+    }
     if let Some(csv) = b.csv() {
         examples(b, csv, out);
     }
@@ -265,6 +270,40 @@ fn examples(b: &Bundle, csv: &Object, out: &mut Vec<Finding>) {
     }
 }
 
+/// [`cel_rules`] on a thread whose stack holds the `cel` parser's recursion (validation runs
+/// on rayon's workers, whose stacks are small).
+fn cel_rules_on_parser_stack(b: &Bundle, out: &mut Vec<Finding>) {
+    let found = std::thread::scope(|s| {
+        let t = std::thread::Builder::new()
+            .name("cel".into())
+            .stack_size(cel::PARSER_STACK)
+            .spawn_scoped(s, || {
+                let mut found = Vec::new();
+                cel_rules(b, &mut found);
+                found
+            });
+        match t {
+            Ok(t) => t.join().map_err(|_| "the CEL check panicked".to_owned()),
+            Err(e) => Err(format!("cannot start the CEL parser's thread: {e}")),
+        }
+    });
+    match found {
+        Ok(found) => out.extend(found),
+        Err(why) => {
+            for crd in b.crds() {
+                out.push(
+                    Finding::new(
+                        &EX007,
+                        crd.name(),
+                        format!("the CEL rules were not checked: {why}"),
+                    )
+                    .with_level(Level::Warning),
+                );
+            }
+        }
+    }
+}
+
 /// Parses every `x-kubernetes-validations[].rule` and `messageExpression` of the bundle's CRDs,
 /// each distinct text once per process.
 fn cel_rules(b: &Bundle, out: &mut Vec<Finding>) {
@@ -289,56 +328,6 @@ fn cel_rules(b: &Bundle, out: &mut Vec<Finding>) {
             &mut reported,
             out,
         );
-    }
-}
-
-/// Parse results by expression text, shared by every bundle of the process: operators repeat
-/// the same rules across versions and bundles, and the ANTLR-based parser costs milliseconds
-/// per expression.
-static CEL_CACHE: OnceLock<Mutex<HashMap<String, Option<String>>>> = OnceLock::new();
-
-/// The cache stops growing at this many expressions (later ones are parsed every time).
-const CEL_CACHE_MAX: usize = 16_384;
-
-/// [`parse_cel`], through the cache.
-fn parse_cel_cached(text: &str) -> Option<String> {
-    let cache = CEL_CACHE.get_or_init(Mutex::default);
-    if let Ok(map) = cache.lock()
-        && let Some(hit) = map.get(text)
-    {
-        return hit.clone();
-    }
-    let result = parse_cel(text);
-    if let Ok(mut map) = cache.lock()
-        && map.len() < CEL_CACHE_MAX
-    {
-        map.insert(text.to_owned(), result.clone());
-    }
-    result
-}
-
-/// The parser error for an expression, or `None` when it parses.
-fn parse_cel(text: &str) -> Option<String> {
-    let result = std::panic::catch_unwind(|| {
-        cel::parser::Parser::new()
-            .enable_optional_syntax(true)
-            .enable_ident_escape_syntax(true)
-            .parse(text)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    });
-    match result {
-        Ok(Ok(())) => None,
-        Ok(Err(e)) => Some(
-            e.lines()
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .trim_start_matches("ERROR: ")
-                .trim_start_matches("<input>:")
-                .to_owned(),
-        ),
-        Err(_) => Some("the parser failed on this expression".to_owned()),
     }
 }
 
@@ -380,7 +369,7 @@ fn walk<'a>(
                     continue;
                 };
                 // The same broken rule in several versions of one CRD is one finding.
-                if let Some(err) = parse_cel_cached(text)
+                if let Some(err) = cel::check_cached(text)
                     && reported.insert(text.to_owned())
                 {
                     let what = if field == "rule" {

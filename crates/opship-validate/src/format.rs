@@ -199,7 +199,11 @@ pub(crate) fn check_loaded(b: &mut Bundle) {
 fn annotations(b: &Bundle, out: &mut Vec<Finding>) {
     let has_metadata = !b.findings.iter().any(|f| f.rule.id == "BF002");
     let Some(a) = &b.annotations else {
-        if has_metadata {
+        if has_metadata && !b.rejected_annotations.is_empty() {
+            for (at, why) in &b.rejected_annotations {
+                out.push(Finding::new(&BF003, &b.name, why.clone()).at(at.clone()));
+            }
+        } else if has_metadata {
             out.push(
                 Finding::new(
                     &BF003,

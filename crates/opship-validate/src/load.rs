@@ -17,7 +17,11 @@ use rayon::prelude::*;
 
 /// A file after parsing.
 enum Parsed {
-    Yaml(opship_core::error::Result<(Vec<Document>, Vec<yaml::DuplicateKey>)>),
+    /// The documents, and whether the text is blank (only spaces, comments and `---`).
+    Yaml(
+        opship_core::error::Result<(Vec<Document>, Vec<yaml::DuplicateKey>)>,
+        bool,
+    ),
     NotUtf8(usize),
 }
 
@@ -74,6 +78,9 @@ pub struct Bundle {
     pub objects: Vec<Object>,
     /// `metadata/annotations.yaml`, when found and readable.
     pub annotations: Option<Annotations>,
+    /// Files named `metadata/annotations.*` that cannot be the annotations file, and why
+    /// (where, and a message naming the file): what BF003 reports instead of "missing".
+    pub rejected_annotations: Vec<(Origin, String)>,
     /// `metadata/dependencies.yaml` (any metadata file with a `dependencies` list).
     pub dependencies: Option<Document>,
     /// `metadata/properties.yaml` (any metadata file with a `properties` list).
@@ -375,6 +382,7 @@ impl Input {
             name,
             objects: Vec::new(),
             annotations: None,
+            rejected_annotations: Vec::new(),
             dependencies: None,
             properties: None,
             dockerfile: self.dockerfile,
@@ -477,7 +485,11 @@ impl Input {
                     },
                 };
                 let parsed = match String::from_utf8(bytes) {
-                    Ok(text) => Parsed::Yaml(yaml::parse_stream_lenient(&text, &path)),
+                    Ok(text) => {
+                        let docs = yaml::parse_stream_lenient(&text, &path);
+                        let blank = matches!(&docs, Ok((d, _)) if d.is_empty()) && is_blank(&text);
+                        Parsed::Yaml(docs, blank)
+                    }
                     Err(e) => Parsed::NotUtf8(e.utf8_error().valid_up_to()),
                 };
                 (info, path, parsed)
@@ -485,9 +497,20 @@ impl Input {
             .collect();
         for (info, path, parsed) in parsed {
             let is_manifest = info.path.starts_with("manifests");
+            let annotations_file = !is_manifest && is_annotations_name(&info.path);
+            let rel = info.path.clone();
             b.files.push(info);
-            let docs = match parsed {
+            let (docs, blank_file) = match parsed {
                 Parsed::NotUtf8(offset) => {
+                    if annotations_file {
+                        b.rejected_annotations.push((
+                            Origin::file(&path),
+                            format!(
+                                "{} is not UTF-8 text (invalid byte at offset {offset})",
+                                rel.display()
+                            ),
+                        ));
+                    }
                     b.findings.push(
                         Finding::new(
                             &format::BF008,
@@ -498,13 +521,40 @@ impl Input {
                     );
                     continue;
                 }
-                Parsed::Yaml(Err(e)) => {
-                    b.findings.push(yaml_finding(&b.name, &path, &e));
+                Parsed::Yaml(Err(e), _) => {
+                    let f = yaml_finding(&b.name, &path, &e);
+                    if annotations_file {
+                        let at = f.location.clone().unwrap_or_else(|| Origin::file(&path));
+                        let pos = if at.pos.line > 0 {
+                            format!("{}:{}: ", at.pos.line, at.pos.col)
+                        } else {
+                            String::new()
+                        };
+                        b.rejected_annotations.push((
+                            at,
+                            format!("{} is not valid YAML: {pos}{}", rel.display(), f.message),
+                        ));
+                    }
+                    b.findings.push(f);
                     continue;
                 }
-                Parsed::Yaml(Ok((docs, dups))) => {
+                Parsed::Yaml(Ok((docs, dups)), blank) => {
+                    if annotations_file && docs.is_empty() {
+                        let what = if blank {
+                            "is empty"
+                        } else {
+                            "holds only `null`"
+                        };
+                        b.rejected_annotations.push((
+                            Origin::file(&path),
+                            format!(
+                                "{} {what}; it must be a mapping with an `annotations:` map",
+                                rel.display()
+                            ),
+                        ));
+                    }
                     duplicates(&mut b, dups);
-                    docs
+                    (docs, blank)
                 }
             };
             if docs.is_empty() {
@@ -519,10 +569,16 @@ impl Input {
                     Finding::new(
                         rule,
                         &b.name,
-                        format!(
-                            "the file holds no {what} (it is empty or only comments and `---`); \
-                             it is skipped"
-                        ),
+                        if blank_file {
+                            format!(
+                                "the file holds no {what} (it is empty or only comments and \
+                                 `---`); it is skipped"
+                            )
+                        } else {
+                            format!(
+                                "the file holds no {what}, only `null` documents; it is skipped"
+                            )
+                        },
                     )
                     .with_level(crate::Level::Warning)
                     .at(Origin::file(&path)),
@@ -532,7 +588,7 @@ impl Input {
             if is_manifest {
                 read_manifest(&mut b, &path, docs);
             } else {
-                read_metadata(&mut b, docs);
+                read_metadata(&mut b, &rel, annotations_file, docs);
             }
         }
         format::check_loaded(&mut b);
@@ -549,11 +605,48 @@ fn read_manifest(b: &mut Bundle, path: &Path, docs: Vec<Document>) {
     }
 }
 
-fn read_metadata(b: &mut Bundle, docs: Vec<Document>) {
+/// Whether a metadata file is meant to be the annotations file (`annotations.yaml` and the
+/// like): when it does not qualify, BF003 says why.
+fn is_annotations_name(rel: &Path) -> bool {
+    rel.file_stem().is_some_and(|s| s == "annotations")
+}
+
+/// Whether YAML text holds nothing: only white space, comments and document markers.
+fn is_blank(text: &str) -> bool {
+    text.lines().all(|l| {
+        let l = l.trim();
+        l.is_empty() || l.starts_with('#') || l == "---" || l == "..."
+    })
+}
+
+/// What a YAML value is, for messages: `a sequence`, `the string "x"`.
+fn kind_of(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "a sequence",
+        serde_json::Value::Object(_) => "a mapping",
+    }
+}
+
+fn read_metadata(b: &mut Bundle, rel: &Path, annotations_file: bool, docs: Vec<Document>) {
     let doc = match docs {
         mut d if d.len() == 1 => d.remove(0),
         d if d.is_empty() => return,
         d => {
+            if annotations_file {
+                b.rejected_annotations.push((
+                    d[1].origin(""),
+                    format!(
+                        "{} holds {} YAML documents; it must hold one mapping with an \
+                         `annotations:` map",
+                        rel.display(),
+                        d.len()
+                    ),
+                ));
+            }
             b.findings.push(
                 Finding::new(
                     &format::BF008,
@@ -620,6 +713,34 @@ fn read_metadata(b: &mut Bundle, docs: Vec<Document>) {
         b.dependencies = Some(doc);
     } else if doc.value.get("properties").is_some() {
         b.properties = Some(doc);
+    } else if annotations_file {
+        let why = match &doc.value {
+            serde_json::Value::Object(m) => match m.get("annotations") {
+                Some(v) => format!(
+                    "has `annotations:` but it is {}, not a mapping of strings",
+                    kind_of(v)
+                ),
+                None => {
+                    let keys: Vec<&str> = m.keys().take(5).map(String::as_str).collect();
+                    format!(
+                        "has no `annotations:` key (it has: {}{})",
+                        keys.join(", "),
+                        if m.len() > keys.len() { ", …" } else { "" }
+                    )
+                }
+            },
+            other => format!(
+                "is {}; it must be a mapping with an `annotations:` map",
+                kind_of(other)
+            ),
+        };
+        let at = if doc.value.get("annotations").is_some() {
+            doc.origin("/annotations")
+        } else {
+            doc.origin("")
+        };
+        b.rejected_annotations
+            .push((at, format!("{} {why}", rel.display())));
     }
 }
 

@@ -163,13 +163,14 @@ pub struct Finding {
 }
 
 impl Finding {
-    /// A finding at the rule's level, without a location.
+    /// A finding at the rule's level, without a location. Long values quoted in the message
+    /// or naming the object are cut ([`bounded`]): every finding is made here.
     pub fn new(rule: &'static Rule, object: impl Into<String>, message: impl Into<String>) -> Self {
         Finding {
             rule,
             level: rule.level,
-            object: object.into(),
-            message: message.into(),
+            object: bounded(object.into()),
+            message: bounded(message.into()),
             location: None,
         }
     }
@@ -198,6 +199,105 @@ impl Finding {
             self.level,
         )
     }
+}
+
+/// A value quoted in a message (between backticks, or a run of text without spaces: a version,
+/// an annotation, an image, a CEL rule) longer than this is cut to [`RUN_KEPT`] bytes. The
+/// longest in the corpus's findings are schema paths of about 200 bytes.
+pub const RUN_MAX: usize = 512;
+/// What is kept of a cut value.
+pub const RUN_KEPT: usize = 200;
+/// A message still longer than this once its values are cut (an unquoted value with spaces in
+/// it) keeps its first [`MESSAGE_HEAD`] and last [`MESSAGE_TAIL`] bytes. The longest message
+/// of the corpus (a list of CRDs on removed APIs) has 2,333 bytes.
+pub const MESSAGE_MAX: usize = 4096;
+/// See [`MESSAGE_MAX`].
+pub const MESSAGE_HEAD: usize = 2048;
+/// See [`MESSAGE_MAX`]; the end usually says what is wrong.
+pub const MESSAGE_TAIL: usize = 1024;
+
+/// `text` with every value longer than [`RUN_MAX`] bytes cut to its first [`RUN_KEPT`] bytes
+/// and `… (N bytes)`: first what sits between a pair of backticks, then runs without spaces.
+/// A message still over [`MESSAGE_MAX`] then has its middle replaced by `… (N bytes) …`. Cuts
+/// fall on character boundaries.
+pub fn bounded(text: String) -> String {
+    if text.len() <= RUN_MAX {
+        return text;
+    }
+    let text = cut_quoted(text);
+    let text = cut_runs(text);
+    if text.len() <= MESSAGE_MAX {
+        return text;
+    }
+    let head = floor_boundary(&text, MESSAGE_HEAD);
+    let mut tail = text.len() - MESSAGE_TAIL;
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{}… ({} bytes) …{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    )
+}
+
+/// `value`, or its first [`RUN_KEPT`] bytes and its length when longer than [`RUN_MAX`].
+fn cut(out: &mut String, value: &str) -> bool {
+    if value.len() > RUN_MAX {
+        out.push_str(&value[..floor_boundary(value, RUN_KEPT)]);
+        out.push_str(&format!("… ({} bytes)", value.len()));
+        true
+    } else {
+        out.push_str(value);
+        false
+    }
+}
+
+/// Cuts what sits between each pair of backticks.
+fn cut_quoted(text: String) -> String {
+    let parts: Vec<&str> = text.split('`').collect();
+    // With an odd number of backticks the last one opens nothing.
+    let pairs = (parts.len() - 1) / 2;
+    let mut out = String::new();
+    let mut changed = false;
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push('`');
+        }
+        if i % 2 == 1 && i < 2 * pairs {
+            changed |= cut(&mut out, part);
+        } else {
+            out.push_str(part);
+        }
+    }
+    if changed { out } else { text }
+}
+
+/// Cuts runs of text without spaces (or backticks, which quote a value).
+fn cut_runs(text: String) -> String {
+    let gap = |c: char| c.is_whitespace() || c == '`';
+    let mut out = String::new();
+    let mut rest = text.as_str();
+    let mut changed = false;
+    while !rest.is_empty() {
+        let run_end = rest.find(gap).unwrap_or(rest.len());
+        changed |= cut(&mut out, &rest[..run_end]);
+        rest = &rest[run_end..];
+        let space_end = rest.find(|c: char| !gap(c)).unwrap_or(rest.len());
+        out.push_str(&rest[..space_end]);
+        rest = &rest[space_end..];
+    }
+    if changed { out } else { text }
+}
+
+/// The largest character boundary of `s` at or below `at`.
+fn floor_boundary(s: &str, at: usize) -> usize {
+    let mut i = at.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
 }
 
 /// Every rule, in ID order.
@@ -337,6 +437,69 @@ fn wrap(text: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_values_are_cut_in_one_place() {
+        let short = "annotation `a` is `b`".to_owned();
+        assert_eq!(bounded(short.clone()), short);
+        let exact = "x".repeat(RUN_MAX);
+        assert_eq!(bounded(format!("`{exact}` ok")), format!("`{exact}` ok"));
+
+        let version = "1".repeat(1 << 20);
+        let f = Finding::new(
+            crate::csv::RULES[0],
+            "x".repeat(1 << 20),
+            format!("spec.version `{version}` is not a valid semantic version"),
+        );
+        assert_eq!(
+            f.message,
+            format!(
+                "spec.version `{}… (1048576 bytes)` is not a valid semantic version",
+                "1".repeat(RUN_KEPT)
+            )
+        );
+        assert!(f.object.len() < 250 && f.object.ends_with("… (1048576 bytes)"));
+
+        // Two values: the words between them stay.
+        let m = bounded(format!(
+            "label `k` is `{version}` but annotations.yaml says {version}"
+        ));
+        assert!(m.contains("bytes)` but annotations.yaml says 111"), "{m}");
+        assert!(m.len() < 2 * RUN_KEPT + 100);
+
+        // A lone backtick opens nothing.
+        let m = bounded(format!("a ` {version}"));
+        assert!(
+            m.starts_with("a ` 111") && m.ends_with("… (1048576 bytes)"),
+            "{m}"
+        );
+
+        // Cuts fall between characters.
+        let m = bounded(format!("image {}", "é".repeat(300_000)));
+        assert!(
+            m.starts_with("image é") && m.ends_with("… (600000 bytes)"),
+            "{m}"
+        );
+
+        // A quoted value with spaces (a CEL rule), a backtick inside it.
+        let rule = format!("a + {}`b` + ", "a + ".repeat(250_000));
+        let m = bounded(format!(
+            "CEL rule `{rule}a` does not parse: 1:3: syntax error"
+        ));
+        assert!(m.starts_with("CEL rule `a + a + a"), "{m}");
+        assert!(m.ends_with("` does not parse: 1:3: syntax error"), "{m}");
+        assert!(m.len() < 2 * RUN_KEPT + 100, "{m}");
+
+        // An unquoted one: head and tail, the tail saying what is wrong.
+        let words = "a b ".repeat(250_000);
+        let full = format!("example ({words}x): is too long");
+        let cut = full.len() - MESSAGE_HEAD - MESSAGE_TAIL;
+        let m = bounded(full);
+        assert!(m.len() <= MESSAGE_HEAD + MESSAGE_TAIL + 40, "{}", m.len());
+        assert!(m.starts_with("example (a b a b"));
+        assert!(m.ends_with("a b a b x): is too long"), "{m}");
+        assert!(m.contains(&format!("… ({cut} bytes) …")), "{m}");
+    }
 
     #[test]
     fn ids_are_unique_and_well_formed() {

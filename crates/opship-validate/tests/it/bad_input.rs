@@ -584,3 +584,121 @@ fn total_size_limit() {
     );
     eprintln!("4 x 64 MiB: {:?}", start.elapsed());
 }
+
+/// An annotations file that cannot be one says why, instead of "no annotations file".
+#[test]
+fn annotations_file_of_the_wrong_shape() {
+    let base = std::fs::read_to_string(base_dir().join(ANNOTATIONS)).unwrap();
+    let tabs = base.replace("\n  ", "\n\t");
+    for (text, says, line) in [
+        (
+            "[\"a\", \"b\"]\n",
+            "annotations.yaml is a sequence; it must be a mapping",
+            1,
+        ),
+        ("null\n", "annotations.yaml holds only `null`", 0),
+        ("~\n---\nnull\n", "annotations.yaml holds only `null`", 0),
+        ("", "annotations.yaml is empty", 0),
+        ("# nothing\n---\n", "annotations.yaml is empty", 0),
+        (
+            "\"text\"\n",
+            "annotations.yaml is a string; it must be a mapping",
+            1,
+        ),
+        (
+            "foo: 1\nbar: 2\n",
+            "annotations.yaml has no `annotations:` key (it has: foo, bar)",
+            1,
+        ),
+        (
+            "annotations:\n",
+            "has `annotations:` but it is null, not a mapping",
+            1,
+        ),
+        (
+            "annotations: [a]\n",
+            "has `annotations:` but it is a sequence",
+            1,
+        ),
+        (
+            &tabs,
+            "annotations.yaml is not valid YAML: 2:2: tabs disallowed",
+            2,
+        ),
+        (
+            "annotations: {}\n---\nannotations: {}\n",
+            "holds 2 YAML documents",
+            3,
+        ),
+    ] {
+        let hits = check(
+            with_file(ANNOTATIONS, text.as_bytes().to_vec()),
+            "annotations.yaml",
+            Some("BF003"),
+        );
+        let bf003: Vec<&Finding> = hits.iter().filter(|f| f.rule.id == "BF003").collect();
+        assert!(
+            bf003.iter().all(|f| f.message.contains(says)
+                && f.level == Level::Error
+                && f.location.as_ref().unwrap().pos.line == line
+                && !f.message.contains("no annotations file")),
+            "{text:?}:\n{}",
+            show(&hits)
+        );
+    }
+    // Without any file named annotations.*, the finding is about metadata/.
+    let mut files = base_files();
+    files.retain(|(p, _)| p != Path::new(ANNOTATIONS));
+    files.push((PathBuf::from("metadata/other.yaml"), b"[1]\n".to_vec()));
+    let b = load::load_files(Path::new("image"), files);
+    let f: Vec<&Finding> = b.findings.iter().filter(|f| f.rule.id == "BF003").collect();
+    assert_eq!(f.len(), 1, "{}", show(&b.findings));
+    assert!(f[0].message.starts_with("no annotations file in metadata/"));
+}
+
+/// A finding quotes at most a few hundred bytes of a value, however long the value.
+#[test]
+fn huge_values_are_quoted_short() {
+    let mb = 1 << 20;
+    let version = format!("0.3.0.{}", "9".repeat(mb));
+    let image = format!("quay.io/{}/x:1", "é".repeat(mb / 2));
+    let csv = String::from_utf8(base_csv())
+        .unwrap()
+        .replacen("version: \"0.3.0\"", &format!("version: \"{version}\""), 1)
+        .replacen(
+            "image: quay.io/example/memcached-operator:v0.3.0",
+            &format!("image: \"{image}\""),
+            1,
+        );
+    let channel = "a b ".repeat(mb / 4);
+    let annotations = std::fs::read_to_string(base_dir().join(ANNOTATIONS))
+        .unwrap()
+        .replacen(
+            "channel.default.v1: stable",
+            &format!("channel.default.v1: \"{channel}\""),
+            1,
+        );
+    let mut files = with_file(CSV, csv.into_bytes());
+    files.retain(|(p, _)| p != Path::new(ANNOTATIONS));
+    files.push((PathBuf::from(ANNOTATIONS), annotations.into_bytes()));
+    let b = load::load_files(Path::new("image"), files);
+    let all = validate(&b, &Options::all());
+    for f in &all {
+        assert!(
+            f.message.len() <= 4096 && f.object.len() <= 512,
+            "{} {} bytes: {}…",
+            f.rule.id,
+            f.message.len(),
+            &f.message[..f.message.floor_char_boundary(300)]
+        );
+    }
+    // Each value is named by its first bytes and its length.
+    let quoted = |start: &str| {
+        all.iter().any(|f| {
+            f.message.contains(start) && f.message.contains(" bytes)") && f.message.len() < 1024
+        })
+    };
+    assert!(quoted("0.3.0.9999"), "{}", show(&all));
+    assert!(quoted("quay.io/éé"), "{}", show(&all));
+    assert!(quoted("a b a b"), "{}", show(&all));
+}
