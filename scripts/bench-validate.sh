@@ -40,7 +40,7 @@ measure() {
   local bin=$1 out=$2 verdicts=$3
   /usr/bin/time -f '%U %S %M' -o "$out" "$bin" validate bundle --output json "${bundles[@]}" \
     >"$verdicts" 2>/dev/null || true
-  awk '{printf "%.2f %d\n", $1 + $2, $3}' "$out"
+  tail -n 1 "$out" | awk '{printf "%.2f %d\n", $1 + $2, $3}'
 }
 
 tmp=$(mktemp -d)
