@@ -874,7 +874,13 @@ pub fn apply_deployment_config(dep: &mut Value, cfg: &DeploymentConfig) {
     }
     let pod = &mut dep["spec"]["template"]["spec"];
     if let Some(ns) = &cfg.node_selector {
-        pod["nodeSelector"] = Value::Object(ns.clone());
+        // A map field with omitempty: an empty selector is written as none.
+        match pod.as_object_mut() {
+            Some(m) if ns.is_empty() => {
+                m.shift_remove("nodeSelector");
+            }
+            _ => pod["nodeSelector"] = Value::Object(ns.clone()),
+        }
     }
     if let Some(aff) = &cfg.affinity {
         apply_affinity(pod, aff);
