@@ -14,6 +14,11 @@ pub enum Error {
     #[diagnostic(transparent)]
     Core(#[from] opship_core::Error),
 
+    /// OLM v1's rules refuse the bundle or its options.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Install(#[from] opship_install::Error),
+
     /// The bundle cannot be turned into a chart (no CSV, no deployment, ...).
     #[error("{}: {message}", path.display())]
     #[diagnostic(code(opship::chart::bundle))]

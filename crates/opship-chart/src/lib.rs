@@ -8,6 +8,7 @@ pub mod error;
 pub mod index;
 pub mod model;
 pub mod oci;
+pub mod olm;
 pub mod overlay;
 pub mod package;
 pub mod render;

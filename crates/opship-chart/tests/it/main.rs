@@ -6,6 +6,7 @@
 mod compare;
 mod corpus;
 mod hostile;
+mod olm;
 mod package;
 mod sample;
 mod snapshot;
