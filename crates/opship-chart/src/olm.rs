@@ -3,7 +3,9 @@
 //! certificate provider, with stand-ins for the namespaces; objects equal across variants are
 //! written once, the others behind Helm conditions on `watchNamespace` and `certProvider`.
 //! The deployment config (`nodeSelector`, `env`, …) is applied by a Helm helper with OLM's
-//! merge rules, since its values arrive only at install time.
+//! merge rules, since its values arrive only at install time. Not yet what `chart render`
+//! writes (its templates still come from the Handlebars set): the switch is issue 14's open
+//! part, see docs/chart.md.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -27,20 +29,11 @@ struct Variant {
     provider: &'static str,
 }
 
-/// The install modes a chart offers and how `watchNamespace` defaults.
-#[derive(Debug, Clone)]
-pub struct Modes {
-    /// The CSV's supported modes.
-    pub supported: Vec<String>,
-    /// The default of `watchNamespace`: `Some("")` (all namespaces), `None` for the release
-    /// namespace (OwnNamespace only) or a required value (SingleNamespace only).
-    pub default_all: bool,
-}
-
 /// The template files of the OLM objects (`templates/olm/…`, `templates/_olm.tpl`) for chart
 /// `name`.
 pub fn templates(bundle: &Bundle, name: &str) -> Result<Files> {
-    let problems = opship_install::check_bundle(&bundle.csv, &bundle.objects, bundle.package.as_deref());
+    let problems =
+        opship_install::check_bundle(&bundle.csv, &bundle.objects, bundle.package.as_deref());
     if !problems.is_empty() {
         return Err(opship_install::Error::Refused {
             path: bundle.dir.clone(),
@@ -53,7 +46,10 @@ pub fn templates(bundle: &Bundle, name: &str) -> Result<Files> {
         .map(|o| o.value().to_string())
         .collect();
     if text.contains(INSTALL_NS) || text.contains(WATCH_NS) {
-        return Err(Error::bundle(&bundle.dir, "the bundle contains opship's namespace stand-ins"));
+        return Err(Error::bundle(
+            &bundle.dir,
+            "the bundle contains opship's namespace stand-ins",
+        ));
     }
     let modes = opship_install::check::supported_modes(bundle.csv.value());
     let mut variants = Vec::new();
@@ -65,16 +61,23 @@ pub fn templates(bundle: &Bundle, name: &str) -> Result<Files> {
     };
     if modes.contains("AllNamespaces") {
         for p in providers {
-            variants.push(Variant { mode: "all", provider: p });
+            variants.push(Variant {
+                mode: "all",
+                provider: p,
+            });
         }
     }
     if modes.contains("OwnNamespace") || modes.contains("SingleNamespace") {
         for p in providers {
-            variants.push(Variant { mode: "ns", provider: p });
+            variants.push(Variant {
+                mode: "ns",
+                provider: p,
+            });
         }
     }
     // object key -> variant -> text
-    let mut objects: BTreeMap<(String, String), BTreeMap<Variant, (String, bool)>> = BTreeMap::new();
+    let mut objects: BTreeMap<(String, String), BTreeMap<Variant, (String, bool)>> =
+        BTreeMap::new();
     for v in &variants {
         let opts = Options {
             install_namespace: INSTALL_NS.to_owned(),
@@ -87,10 +90,17 @@ pub fn templates(bundle: &Bundle, name: &str) -> Result<Files> {
         let mut seen: BTreeMap<(String, String), usize> = BTreeMap::new();
         for o in objs {
             let kind = o["kind"].as_str().unwrap_or_default().to_owned();
-            let oname = o["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+            let oname = o["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
             let n = seen.entry((kind.clone(), oname.clone())).or_default();
             *n += 1;
-            let key_name = if *n > 1 { format!("{oname}-{n}") } else { oname };
+            let key_name = if *n > 1 {
+                format!("{oname}-{n}")
+            } else {
+                oname
+            };
             let is_deployment = kind == "Deployment";
             let yaml = opship_core::yaml::to_string(&o)?;
             objects
@@ -124,7 +134,10 @@ pub fn templates(bundle: &Bundle, name: &str) -> Result<Files> {
         };
         files.insert(file, text.into_bytes());
     }
-    files.insert("templates/_olm.tpl".into(), helpers(name, &modes).into_bytes());
+    files.insert(
+        "templates/_olm.tpl".into(),
+        helpers(name, &modes).into_bytes(),
+    );
     Ok(files)
 }
 
@@ -163,7 +176,13 @@ fn go_quote(s: &str) -> String {
 
 fn file_safe(s: &str) -> String {
     s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
@@ -180,7 +199,10 @@ fn helm_template(yaml: &str, name: &str) -> String {
         // A stand-in that is the whole scalar is quoted, since a namespace such as `123`
         // would otherwise be read as a number.
         let mut l = content.to_owned();
-        for (stand_in, expr) in [(INSTALL_NS, ".Release.Namespace".to_owned()), (WATCH_NS, watch)] {
+        for (stand_in, expr) in [
+            (INSTALL_NS, ".Release.Namespace".to_owned()),
+            (WATCH_NS, watch),
+        ] {
             for prefix in [": ", "- "] {
                 let whole = format!("{prefix}{stand_in}");
                 if l.ends_with(&whole) {
@@ -224,7 +246,10 @@ fn conditional(
                 )
             })
             .collect();
-        out.push_str(&format!("{{{{- if or false {} }}}}\n---\n{text}{{{{- end }}}}\n", cond.join(" ")));
+        out.push_str(&format!(
+            "{{{{- if or false {} }}}}\n---\n{text}{{{{- end }}}}\n",
+            cond.join(" ")
+        ));
     }
     out
 }
@@ -234,7 +259,11 @@ fn conditional(
 fn helpers(name: &str, modes: &std::collections::BTreeSet<String>) -> String {
     let list = format!(
         "[{}]",
-        modes.iter().map(String::as_str).collect::<Vec<_>>().join(" ")
+        modes
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     let all = modes.contains("AllNamespaces");
     let own = modes.contains("OwnNamespace");
@@ -367,11 +396,19 @@ pub fn values(bundle: &Bundle) -> Value {
     let mut m = serde_json::Map::new();
     m.insert(
         "watchNamespace".into(),
-        if modes.contains("AllNamespaces") { Value::String(String::new()) } else { Value::Null },
+        if modes.contains("AllNamespaces") {
+            Value::String(String::new())
+        } else {
+            Value::Null
+        },
     );
     m.insert(
         "certProvider".into(),
-        Value::String(if has_webhooks { "cert-manager".into() } else { String::new() }),
+        Value::String(if has_webhooks {
+            "cert-manager".into()
+        } else {
+            String::new()
+        }),
     );
     for k in opship_install::config::DEPLOYMENT_CONFIG_KEYS {
         m.insert((*k).into(), Value::Null);

@@ -12,10 +12,13 @@ fn data() -> PathBuf {
     std::env::var_os("OPSHIP_OLM_V1_RENDER")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
-            [crate::repo_dir().join("../shared/olm-v1-render"), "/work/shared/olm-v1-render".into()]
-                .into_iter()
-                .find(|c| c.join("scenarios.yaml").is_file())
-                .expect("olm-v1-render data not found: set OPSHIP_OLM_V1_RENDER")
+            [
+                crate::repo_dir().join("../shared/olm-v1-render"),
+                "/work/shared/olm-v1-render".into(),
+            ]
+            .into_iter()
+            .find(|c| c.join("scenarios.yaml").is_file())
+            .expect("olm-v1-render data not found: set OPSHIP_OLM_V1_RENDER")
         })
 }
 
@@ -27,16 +30,28 @@ fn write_chart(bundle: &Path, dir: &Path) -> Value {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, bytes).unwrap();
     }
-    std::fs::write(dir.join("Chart.yaml"), "apiVersion: v2\nname: op\nversion: 0.1.0\n").unwrap();
+    std::fs::write(
+        dir.join("Chart.yaml"),
+        "apiVersion: v2\nname: op\nversion: 0.1.0\n",
+    )
+    .unwrap();
     let values = opship_chart::olm::values(&b);
-    std::fs::write(dir.join("values.yaml"), serde_json::to_string(&values).unwrap()).unwrap();
+    std::fs::write(
+        dir.join("values.yaml"),
+        serde_json::to_string(&values).unwrap(),
+    )
+    .unwrap();
     values
 }
 
 fn docs(manifests: &Value) -> Vec<Value> {
     let text = match manifests {
         Value::String(s) => s.clone(),
-        Value::Object(m) => m.values().filter_map(Value::as_str).collect::<Vec<_>>().join("\n---\n"),
+        Value::Object(m) => m
+            .values()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join("\n---\n"),
         other => panic!("unexpected manifests {other}"),
     };
     yaml::parse_stream(&text, Path::new("helm"))
@@ -83,28 +98,49 @@ fn helm_renders_the_seven_olm_v1_scenarios() {
         let mut got = docs(&out["manifests"]);
         opship_install::sort(&mut got);
         let dir = data.join("expected-manifests").join(bundle).join(case);
-        let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+        let mut names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
         names.sort();
         let want: Vec<Value> = names
             .iter()
-            .map(|p| yaml::parse_one(&std::fs::read_to_string(p).unwrap(), p).unwrap().value)
+            .map(|p| {
+                yaml::parse_one(&std::fs::read_to_string(p).unwrap(), p)
+                    .unwrap()
+                    .value
+            })
             .collect();
         if got == want {
             same += 1;
         } else {
-            let gk: Vec<String> = got.iter().map(|o| format!("{}/{}", o["kind"], o["metadata"]["name"])).collect();
-            let wk: Vec<String> = want.iter().map(|o| format!("{}/{}", o["kind"], o["metadata"]["name"])).collect();
+            let gk: Vec<String> = got
+                .iter()
+                .map(|o| format!("{}/{}", o["kind"], o["metadata"]["name"]))
+                .collect();
+            let wk: Vec<String> = want
+                .iter()
+                .map(|o| format!("{}/{}", o["kind"], o["metadata"]["name"]))
+                .collect();
             let mut detail = String::new();
             if gk == wk {
                 for (g, w) in got.iter().zip(&want) {
                     if g != w {
-                        detail.push_str(&format!("\n  {}: got {}\n  want {}", g["kind"], yaml::sorted(g), yaml::sorted(w)));
+                        detail.push_str(&format!(
+                            "\n  {}: got {}\n  want {}",
+                            g["kind"],
+                            yaml::sorted(g),
+                            yaml::sorted(w)
+                        ));
                     }
                 }
             } else {
                 detail = format!("\n got {gk:?}\n want {wk:?}");
             }
-            failures.push(format!("{case}: differs{}", &detail[..detail.len().min(3000)]));
+            failures.push(format!(
+                "{case}: differs{}",
+                &detail[..detail.len().min(3000)]
+            ));
         }
     }
     eprintln!("Helm render = OLM v1: {same}/7");
