@@ -15,11 +15,21 @@
 //!   cluster; conversion webhooks need AllNamespaces as the only install mode; admission rules
 //!   may not target `*`, `olm.operatorframework.io` or webhook configurations; every webhook's
 //!   deployment must exist and names must be unique per type;
+//! - the renderer's own checks: unique DNS-1123 strategy deployment names, the owned CRDs in
+//!   the bundle once each as apiextensions.k8s.io/v1, a package name, only the kinds v1
+//!   installs, DNS-1123 webhook names;
 //! - the OperatorConditions API does not exist under v1.
+//!
+//! The validator's and renderer's checks (OLM003, OLM005, OLM008…OLM010, OLM012…OLM016) are
+//! not implemented here: they come from [`opship_install::check_bundle`], the code `opship
+//! manifests` and the Helm chart run before rendering, so the suite reports exactly what the
+//! renderer refuses.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
+use opship_core::bundle::metadata::keys;
 use opship_core::manifest::Object;
+use opship_core::yaml::Origin;
 use serde_json::Value;
 
 use crate::Options;
@@ -144,10 +154,70 @@ rule!(
      v1. Make the upgrade-readiness logic optional."
 );
 
+rule!(
+    OlmV1,
+    OLM012,
+    Error,
+    None,
+    "Strategy deployment names are unique DNS-1123 subdomains",
+    "Each entry of spec.install.spec.deployments becomes a Deployment of that name, so \
+     operator-controller's registry+v1 validator refuses a bundle where two entries share a \
+     name or a name is not a DNS-1123 subdomain (lower-case alphanumerics, `-` and `.`, \
+     starting and ending alphanumeric, at most 253 characters). Rename the deployment, and \
+     update the webhook definitions that name it."
+);
+rule!(
+    OlmV1,
+    OLM013,
+    Error,
+    None,
+    "Owned CRDs are in the bundle once each, as apiextensions.k8s.io/v1",
+    "OLM v1 installs the CRDs the bundle carries: operator-controller's registry+v1 validator \
+     refuses a CSV that owns a CRD missing from manifests/, two CRDs of the same name, CRDs \
+     that are not apiextensions.k8s.io/v1 (v1beta1 was removed in Kubernetes 1.22), and a CRD \
+     served by a conversion webhook that keeps spec.preserveUnknownFields true (the API server \
+     would never call the webhook). Ship every owned CRD once, as v1, with \
+     preserveUnknownFields false."
+);
+rule!(
+    OlmV1,
+    OLM014,
+    Error,
+    None,
+    "metadata/annotations.yaml names the package",
+    "OLM v1 installs a bundle into a ClusterExtension of its package, and operator-controller's \
+     registry+v1 validator refuses a bundle whose package name is empty. Set \
+     operators.operatorframework.io.bundle.package.v1 in metadata/annotations.yaml."
+);
+rule!(
+    OlmV1,
+    OLM015,
+    Error,
+    None,
+    "The bundle contains only kinds OLM v1 installs",
+    "Besides the CSV and CRDs, OLM v1's registry+v1 renderer installs only ClusterRole, \
+     ClusterRoleBinding, ConfigMap, PrometheusRule, Role, RoleBinding, Secret, Service, \
+     ServiceAccount and ServiceMonitor objects from manifests/, and refuses a bundle with \
+     anything else (OLM v0 also installed, for instance, PodDisruptionBudgets, PriorityClasses \
+     and VerticalPodAutoscalers). Have the operator create such objects itself, or drop them."
+);
+rule!(
+    OlmV1,
+    OLM016,
+    Error,
+    None,
+    "Webhook generateNames are DNS-1123 subdomains",
+    "A webhook definition's generateName becomes the name of the webhook in the \
+     ValidatingWebhookConfiguration, MutatingWebhookConfiguration or CRD conversion OLM v1 \
+     creates, and operator-controller's registry+v1 validator refuses one that is not a \
+     DNS-1123 subdomain (lower-case alphanumerics, `-` and `.`, at most 253 characters), for \
+     instance `vmemcached.kb.io`. Rename it."
+);
+
 /// The rules of this suite.
 pub const RULES: &[&Rule] = &[
     &OLM001, &OLM002, &OLM003, &OLM004, &OLM005, &OLM006, &OLM007, &OLM008, &OLM009, &OLM010,
-    &OLM011,
+    &OLM011, &OLM012, &OLM013, &OLM014, &OLM015, &OLM016,
 ];
 
 const DEPENDENCY_PROPERTIES: [&str; 3] =
@@ -160,7 +230,7 @@ pub(crate) fn check(b: &Bundle, _opts: &Options, out: &mut Vec<Finding>) {
     let Some(csv) = b.csv() else { return };
     let name = csv.name();
     required_apis(csv, name, out);
-    owned_apiservices(csv, name, out);
+    registry_v1(b, csv, out);
     install_modes(csv, name, out);
     webhooks(csv, name, out);
     operator_conditions(csv, name, out);
@@ -310,27 +380,6 @@ fn required_apis(csv: &Object, name: &str, out: &mut Vec<Finding>) {
     }
 }
 
-fn owned_apiservices(csv: &Object, name: &str, out: &mut Vec<Finding>) {
-    for (i, o) in array(&csv.value()["spec"]["apiservicedefinitions"]["owned"])
-        .iter()
-        .enumerate()
-    {
-        out.push(
-            Finding::new(
-                &OLM003,
-                name,
-                format!(
-                    "owns APIService {}.{} ({}); OLM v1 does not install API services",
-                    str_of(&o["version"]),
-                    str_of(&o["group"]),
-                    str_of(&o["kind"])
-                ),
-            )
-            .at(csv.origin_of(&format!("/spec/apiservicedefinitions/owned/{i}"))),
-        );
-    }
-}
-
 /// The supported install modes (`supported: true`).
 fn supported_modes(csv: &Object) -> BTreeSet<&str> {
     array(&csv.value()["spec"]["installModes"])
@@ -340,53 +389,74 @@ fn supported_modes(csv: &Object) -> BTreeSet<&str> {
         .collect()
 }
 
+/// The checks of OLM v1's registry+v1 validator, from the code that `opship manifests` and the
+/// chart run before rendering ([`opship_install::check_bundle`]), so the suite and the renderer
+/// never disagree. Each problem becomes a finding of the rule with the same ID.
+fn registry_v1(b: &Bundle, csv: &Object, out: &mut Vec<Finding>) {
+    let name = csv.name();
+    let package = b.annotations.as_ref().and_then(|a| a.get(keys::PACKAGE));
+    let prefix = format!("{name}: ");
+    for p in opship_install::check_bundle(csv, &b.objects, package) {
+        let Some(rule) = RULES.iter().copied().find(|r| r.id == p.rule) else {
+            debug_assert!(false, "opship-install reports unknown rule {}", p.rule);
+            continue;
+        };
+        let message = p.message.strip_prefix(&prefix).unwrap_or(&p.message);
+        let (object, origin) = match (p.rule, &b.annotations) {
+            // The package name lives in metadata/annotations.yaml: point there.
+            ("OLM014", Some(a)) => (b.name.as_str(), a.origin(keys::PACKAGE)),
+            ("OLM014", None) => (b.name.as_str(), p.origin),
+            _ => (object_at(b, &p.origin).unwrap_or(name), p.origin),
+        };
+        out.push(Finding::new(rule, object, message).at(origin));
+    }
+}
+
+/// The name of the object whose document holds `origin`: the last one in that file starting at
+/// or before it.
+fn object_at<'a>(b: &'a Bundle, origin: &Origin) -> Option<&'a str> {
+    b.objects
+        .iter()
+        .filter(|o| {
+            let at = o.origin();
+            at.file == origin.file && at.pos.line <= origin.pos.line
+        })
+        .max_by_key(|o| o.origin().pos.line)
+        .map(Object::name)
+}
+
+/// OLM005 (from [`registry_v1`]) covers bundles without a mode v1 installs; this warns when v1
+/// installs the bundle only for a watch namespace.
 fn install_modes(csv: &Object, name: &str, out: &mut Vec<Finding>) {
-    // Without installModes the CSV validator reports the problem; v1 would refuse too, but one
-    // finding is enough.
+    // Without installModes the CSV validator reports the problem.
     if array(&csv.value()["spec"]["installModes"]).is_empty() {
         return;
     }
     let modes = supported_modes(csv);
-    let at = csv.origin_of("/spec/installModes");
-    let list = if modes.is_empty() {
-        "none".to_owned()
-    } else {
-        modes.iter().copied().collect::<Vec<_>>().join(", ")
-    };
-    if !["AllNamespaces", "OwnNamespace", "SingleNamespace"]
-        .iter()
-        .any(|m| modes.contains(m))
+    if modes.contains("AllNamespaces")
+        || !["OwnNamespace", "SingleNamespace"]
+            .iter()
+            .any(|m| modes.contains(m))
     {
-        out.push(
-            Finding::new(
-                &OLM005,
-                name,
-                format!(
-                    "supported install modes: {list}; OLM v1 needs AllNamespaces, OwnNamespace \
-                     or SingleNamespace"
-                ),
-            )
-            .at(at),
-        );
-    } else if !modes.contains("AllNamespaces") {
-        out.push(
-            Finding::new(
-                &OLM006,
-                name,
-                format!(
-                    "supported install modes: {list}; under OLM v1 every ClusterExtension must \
-                     set spec.config.inline.watchNamespace, and older operator-controller \
-                     releases refuse the bundle"
-                ),
-            )
-            .at(at),
-        );
+        return;
     }
+    let list = modes.iter().copied().collect::<Vec<_>>().join(", ");
+    out.push(
+        Finding::new(
+            &OLM006,
+            name,
+            format!(
+                "supported install modes: {list}; under OLM v1 every ClusterExtension must \
+                 set spec.config.inline.watchNamespace, and older operator-controller \
+                 releases refuse the bundle"
+            ),
+        )
+        .at(csv.origin_of("/spec/installModes")),
+    );
 }
 
 fn webhooks(csv: &Object, name: &str, out: &mut Vec<Finding>) {
-    let v = csv.value();
-    let defs = array(&v["spec"]["webhookdefinitions"]);
+    let defs = array(&csv.value()["spec"]["webhookdefinitions"]);
     if defs.is_empty() {
         return;
     }
@@ -403,151 +473,6 @@ fn webhooks(csv: &Object, name: &str, out: &mut Vec<Finding>) {
         )
         .at(csv.origin_of("/spec/webhookdefinitions")),
     );
-
-    let deployments: BTreeSet<&str> = array(&v["spec"]["install"]["spec"]["deployments"])
-        .iter()
-        .map(|d| str_of(&d["name"]))
-        .collect();
-    let owned: BTreeSet<&str> = array(&v["spec"]["customresourcedefinitions"]["owned"])
-        .iter()
-        .map(|d| str_of(&d["name"]))
-        .collect();
-    let modes = supported_modes(csv);
-    let mut names: BTreeMap<(&str, &str), usize> = BTreeMap::new();
-    let mut conversion_crds: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for (i, wh) in defs.iter().enumerate() {
-        let ty = str_of(&wh["type"]);
-        let gen_name = str_of(&wh["generateName"]);
-        let at = |p: &str| csv.origin_of(&format!("/spec/webhookdefinitions/{i}{p}"));
-        if ty == "ConversionWebhook" && (modes.len() != 1 || !modes.contains("AllNamespaces")) {
-            out.push(
-                Finding::new(
-                    &OLM008,
-                    name,
-                    format!(
-                        "conversion webhook `{gen_name}` but supported install modes are {}; \
-                         OLM v1 requires AllNamespaces only",
-                        if modes.is_empty() {
-                            "none".to_owned()
-                        } else {
-                            modes.iter().copied().collect::<Vec<_>>().join(", ")
-                        }
-                    ),
-                )
-                .at(at("")),
-            );
-        }
-        let dep = str_of(&wh["deploymentName"]);
-        if !deployments.contains(dep) {
-            out.push(
-                Finding::new(
-                    &OLM010,
-                    name,
-                    format!(
-                        "webhook `{gen_name}` ({ty}) references deployment `{dep}`, which is \
-                         not in the install strategy"
-                    ),
-                )
-                .at(at("/deploymentName")),
-            );
-        }
-        let seen = names.entry((ty, gen_name)).or_default();
-        *seen += 1;
-        if *seen == 2 {
-            out.push(
-                Finding::new(
-                    &OLM010,
-                    name,
-                    format!("duplicate {ty} webhook `{gen_name}`"),
-                )
-                .at(at("/generateName")),
-            );
-        }
-        if ty == "ConversionWebhook" {
-            for (j, crd) in array(&wh["conversionCRDs"]).iter().enumerate() {
-                let crd = str_of(crd);
-                conversion_crds.entry(crd).or_default().push(gen_name);
-                if !owned.contains(crd) {
-                    out.push(
-                        Finding::new(
-                            &OLM010,
-                            name,
-                            format!(
-                                "conversion webhook `{gen_name}` lists CRD `{crd}`, which the \
-                                 CSV does not own"
-                            ),
-                        )
-                        .at(at(&format!("/conversionCRDs/{j}"))),
-                    );
-                }
-            }
-        } else {
-            webhook_rules(csv, name, i, wh, out);
-        }
-    }
-    for (crd, hooks) in conversion_crds {
-        if hooks.len() > 1 {
-            out.push(
-                Finding::new(
-                    &OLM010,
-                    name,
-                    format!(
-                        "conversion webhooks {} all claim CRD `{crd}`",
-                        hooks.join(", ")
-                    ),
-                )
-                .at(csv.origin_of("/spec/webhookdefinitions")),
-            );
-        }
-    }
-}
-
-fn webhook_rules(csv: &Object, name: &str, i: usize, wh: &Value, out: &mut Vec<Finding>) {
-    let gen_name = str_of(&wh["generateName"]);
-    for (r, rule) in array(&wh["rules"]).iter().enumerate() {
-        for (g, group) in array(&rule["apiGroups"]).iter().enumerate() {
-            let group = str_of(group);
-            let at = csv.origin_of(&format!(
-                "/spec/webhookdefinitions/{i}/rules/{r}/apiGroups/{g}"
-            ));
-            if group == "*" || group == "olm.operatorframework.io" {
-                out.push(
-                    Finding::new(
-                        &OLM009,
-                        name,
-                        format!("webhook `{gen_name}` has a rule for API group `{group}`"),
-                    )
-                    .at(at),
-                );
-            } else if group == "admissionregistration.k8s.io" {
-                for (k, res) in array(&rule["resources"]).iter().enumerate() {
-                    let res = str_of(res);
-                    let lower = res.to_ascii_lowercase();
-                    if matches!(
-                        lower.as_str(),
-                        "*" | "mutatingwebhookconfiguration"
-                            | "mutatingwebhookconfigurations"
-                            | "validatingwebhookconfiguration"
-                            | "validatingwebhookconfigurations"
-                    ) {
-                        out.push(
-                            Finding::new(
-                                &OLM009,
-                                name,
-                                format!(
-                                    "webhook `{gen_name}` has a rule for `{res}` in \
-                                     admissionregistration.k8s.io"
-                                ),
-                            )
-                            .at(csv.origin_of(&format!(
-                                "/spec/webhookdefinitions/{i}/rules/{r}/resources/{k}"
-                            ))),
-                        );
-                    }
-                }
-            }
-        }
-    }
 }
 
 fn operator_conditions(csv: &Object, name: &str, out: &mut Vec<Finding>) {

@@ -1,10 +1,12 @@
 //! opship-only suites (olm-v1, rbac, crd-examples) on real corpus bundles.
 //!
 //! Over the 237 corpus bundles (all three suites on) the suites flag:
-//! - olm-v1: 67 bundles. OLM001 dependencies.yaml 3 (kubedb-installer, l5-operator), OLM002
+//! - olm-v1: 86 bundles. OLM001 dependencies.yaml 3 (kubedb-installer, l5-operator), OLM002
 //!   required CRDs 4 (shipwright-operator), OLM006 no AllNamespaces 35, OLM007 webhooks 25,
-//!   OLM011 OperatorConditions 5 (community-kubevirt-hyperconverged); no bundle owns an
-//!   APIService, supports only MultiNamespace or has broken webhook definitions.
+//!   OLM011 OperatorConditions 5 (community-kubevirt-hyperconverged), OLM013 v1beta1 CRDs 34
+//!   (prometheus, strimzi, cockroachdb…), OLM015 a PodDisruptionBudget 5
+//!   (opentelemetry-operator); no bundle owns an APIService, supports only MultiNamespace, has
+//!   broken webhook definitions, misnamed deployments or no package name.
 //! - rbac: 201 bundles. RBAC001 `*` verbs 90, RBAC002 `*` resources 66, RBAC003 `*` API groups
 //!   22, RBAC004 cluster-wide secret reads 156, RBAC005 escalate/bind/impersonate 19, RBAC006
 //!   CRD create/delete 54, RBAC008 exec/attach/proxy/token 27, RBAC009 cluster-scoped
@@ -75,6 +77,29 @@ fn olm_v1_dependencies_and_install_modes() {
 
     let f = run("community-kubevirt-hyperconverged/1.16.0", Suite::OlmV1);
     assert!(ids(&f).contains("OLM011"), "{f:?}");
+}
+
+/// The renderer's checks (opship-install) reach the suite: what `opship manifests` refuses.
+#[test]
+fn olm_v1_renderer_checks() {
+    let f = run("opentelemetry-operator/0.158.0", Suite::OlmV1);
+    let pdb = f.iter().find(|f| f.rule.id == "OLM015").expect("OLM015");
+    assert_eq!(pdb.object, "opentelemetry-operator-webhook");
+    assert!(
+        pdb.message.contains("Kind: PodDisruptionBudget"),
+        "{}",
+        pdb.message
+    );
+    assert!(pdb.location.as_ref().unwrap().pos.line > 0);
+
+    let f = run("prometheus/0.37.0", Suite::OlmV1);
+    let crds = messages(&f, "OLM013");
+    assert_eq!(crds.len(), 6, "{crds:?}");
+    assert!(
+        crds.iter()
+            .all(|m| m.contains("apiextensions.k8s.io/v1beta1")),
+        "{crds:?}"
+    );
 }
 
 #[test]
