@@ -41,7 +41,8 @@ for b in "${bundles[@]}"; do
       esac
     done
 done >"$tmp/jobs"
-echo "bundles: ${#bundles[@]}, renders (bundle x supported mode): $(wc -l <"$tmp/jobs")" >&2
+echo "bundles: ${#bundles[@]}, renders (bundle x supported mode): $(wc -l <"$tmp/jobs"), bundles \
+with none of the three modes (not run): $((${#bundles[@]} - $(cut -f1 "$tmp/jobs" | sort -u | wc -l)))"
 
 cat >"$tmp/loop.sh" <<'LOOP'
 #!/usr/bin/env bash
@@ -67,21 +68,24 @@ ok=$(awk -F'\t' '$1 == 0' "$tmp/results" | wc -l)
 bad=$(awk -F'\t' '$1 != 0' "$tmp/results" | wc -l)
 files=$(find "$tmp/out" -type f | wc -l)
 echo "renders: $((ok + bad)); rendered: $ok ($files files); refused: $bad"
-echo "wall: $wall; peak RSS: $((rss / 1024)) MiB ($rss KiB)"
+user=$(sed -n 's/.*User time (seconds): //p' "$tmp/time")
+sys=$(sed -n 's/.*System time (seconds): //p' "$tmp/time")
+echo "wall: $wall; CPU: ${user}s user + ${sys}s system; peak RSS: $((rss / 1024)) MiB ($rss KiB)"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "per mode (rendered/refused):"
 awk -F'\t' '{t[$2]++; if ($1 == 0) o[$2]++} END {for (m in t) printf "  %-16s %d/%d\n", m, o[m], t[m] - o[m]}' \
   "$tmp/results" | sort
 echo "refused bundles (distinct): $(awk -F'\t' '$1 != 0 {print $3}' "$tmp/results" | sort -u | wc -l)"
 echo "top refusal reasons (renders per reason; a render may have several):"
 awk -F'\t' '$1 != 0 {print $4}' "$tmp/results" | while read -r n; do
-  rules=$(grep -o '\[OLM[0-9]*\]' "$tmp/err/$n" | sort -u)
+  rules=$(grep -o '\[OLM[0-9]*\]' "$tmp/err/$n" | sort -u || true)
   if [ -n "$rules" ]; then
     # The rule and the first words of its first message, the variable parts left out.
     for r in $rules; do
       grep -m1 -F "$r" "$tmp/err/$n" | sed -E "s/.*\\$r //; s/\`[^\`]*\`/\`…\`/g; s/Name: [^,]*, //; s/; OLM v1 installs only.*//" |
-        cut -c1-90 | sed "s/^/$r /"
+        cut -c1-110 | sed "s/^/$r /"
     done
   else
-    head -n1 "$tmp/err/$n" | sed -E 's/^error: [^:]*: //; s/\`[^\`]*\`/\`…\`/g; s/\[[^]]*\]/[…]/g' | cut -c1-100
+    head -n1 "$tmp/err/$n" | sed -E 's/^error: [^ ]*: //; s/^[0-9]+:[0-9]+: //; s/`[^`]*`/`…`/g; s/\[[^]]*\]/[…]/g' | cut -c1-100
   fi
 done | sort | uniq -c | sort -rn | head -n "${BENCH_TOP:-12}"
