@@ -101,6 +101,22 @@ opship push dist/oci quay.io/example --all-tags --jobs 8"
         after_help = "Examples:\n  opship -c bundle/opship.yaml chart render --all --output dist/charts\n  opship chart package dist/charts/0.3.0/memcached-operator --destination dist/packages\n  opship chart push dist/packages/memcached-operator-0.3.0.tgz oci://quay.io/example/charts"
     )]
     Chart(ChartCommand),
+    /// Render a bundle into exactly the objects OLM v1 installs (RBAC, CRDs, deployments,
+    /// webhooks, certificates), as YAML.
+    #[command(
+        after_help = "BUNDLE is a bundle directory, `LAYOUT:TAG` / `oci:LAYOUT:TAG` (an image in an \
+OCI layout) or a registry reference (pulled and verified first). The watch namespace decides the \
+install mode: \"\" AllNamespaces, the install namespace OwnNamespace, another namespace \
+SingleNamespace; default: \"\" when the CSV supports AllNamespaces, else the install namespace \
+when it supports OwnNamespace, else it must be given. Without -o (or with `-o -`) one YAML \
+stream goes to standard output; with `-o DIR` one file per object, `NN_<kind>_<name>.yaml`, \
+replacing DIR as a whole. Details: docs/manifests.md.\n\nExamples:\n  opship manifests \
+bundle/0.3.0 --namespace memcached-system\n  opship manifests bundle/0.3.0 -n op-system \
+--watch-namespace team-a --inline-config config.yaml -o dist/manifests\n  opship manifests \
+dist/oci:0.3.0 -n op-system --cert-provider cert-manager | kubectl apply -f -\n  opship \
+manifests quay.io/example/op-bundle:v0.3.0 -n op-system -o dist/manifests --force"
+    )]
+    Manifests(ManifestsArgs),
     /// File-based catalogs: render, validate, add releases, deprecate, graph, templates, image.
     #[command(
         subcommand,
@@ -437,6 +453,48 @@ pub enum ValidateCommand {
         after_help = "Exit status: 0 clean or only warnings, 1 errors found, 2 a bundle could not be validated.\n\nExamples:\n  opship validate bundle bundle/0.3.0\n  opship validate bundle bundles/*/* --select-optional operatorhub,good-practices\n  opship validate bundle bundle/0.3.0 --select-optional deprecated-apis --k8s-version 1.29\n  opship validate bundle bundle/* --output github"
     )]
     Bundle(ValidateBundleArgs),
+}
+
+/// Who issues the serving certificates of webhooks (`opship manifests --cert-provider`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CertProviderArg {
+    /// cert-manager: a self-signed Issuer and a Certificate per webhook deployment.
+    CertManager,
+    /// OpenShift's service CA operator: serving-cert and inject-cabundle annotations.
+    #[value(name = "openshift-serviceca")]
+    OpenshiftServiceca,
+}
+
+/// `opship manifests`.
+#[derive(Debug, Args)]
+pub struct ManifestsArgs {
+    /// Bundle directory, `LAYOUT:TAG` (an image in an OCI layout) or a registry reference.
+    #[arg(value_name = "BUNDLE")]
+    pub bundle: PathBuf,
+    /// The namespace the operator is installed into.
+    #[arg(long, short = 'n', value_name = "NS")]
+    pub namespace: String,
+    /// The namespace the operator watches: "" for all namespaces (overrides `watchNamespace` of
+    /// --inline-config; default: "" when the CSV supports AllNamespaces, else --namespace when
+    /// it supports OwnNamespace).
+    #[arg(long, value_name = "NS")]
+    pub watch_namespace: Option<String>,
+    /// OLM v1 inline config (a ClusterExtension's `spec.config.inline`): YAML or JSON with
+    /// `watchNamespace` and `deploymentConfig`; unknown keys and wrong types are errors.
+    #[arg(long, value_name = "FILE")]
+    pub inline_config: Option<PathBuf>,
+    /// Issue webhook serving certificates with this provider (default: none: webhooks are
+    /// rendered without certificates, with a warning, as OLM v1 installs webhooks only with
+    /// a provider).
+    #[arg(long, value_enum, value_name = "PROVIDER")]
+    pub cert_provider: Option<CertProviderArg>,
+    /// Where to write: `-` for one YAML stream on standard output (the default), or a
+    /// directory to hold one `NN_<kind>_<name>.yaml` per object (replaced as a whole).
+    #[arg(long, short, value_name = "DIR|-", default_value = "-")]
+    pub output: PathBuf,
+    /// Replace the output directory even if it holds files opship does not generate there.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

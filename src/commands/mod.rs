@@ -7,6 +7,7 @@ mod digests;
 mod docs;
 mod generate;
 mod init;
+mod manifests;
 mod progress;
 mod registry;
 mod release;
@@ -61,6 +62,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CmdError> {
         Command::Inspect(args) => registry::inspect(&args),
         Command::Tags(args) => registry::tags(&args),
         Command::Login(args) => registry::login(&args),
+        Command::Manifests(args) => manifests::run(&args, cli.global.config.as_deref()),
         Command::Chart(cmd) => chart::run(cmd, cli.global.config.as_deref()),
         Command::Catalog(cmd) => catalog::run(&cmd, cli.global.config.as_deref()),
         Command::Key(KeyCommand::Generate(args)) => sign::generate(&args),

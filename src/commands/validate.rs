@@ -149,7 +149,7 @@ fn options(args: &ValidateBundleArgs) -> Result<Options, CmdError> {
 /// An argument that names an image in a registry rather than a local bundle: not an existing
 /// path or layout, and its first component is a registry host (has a `.` or `:`, or is
 /// `localhost`), as Docker decides.
-fn registry_reference(arg: &Path) -> Option<opship_oci::registry::Reference> {
+pub(super) fn registry_reference(arg: &Path) -> Option<opship_oci::registry::Reference> {
     if arg.exists()
         || !matches!(
             opship_validate::Source::parse(arg),
@@ -168,7 +168,10 @@ fn registry_reference(arg: &Path) -> Option<opship_oci::registry::Reference> {
 }
 
 /// Pulls an image into a fresh layout; returns the tag it is stored under.
-fn pull(reference: &opship_oci::registry::Reference, layout: &Path) -> Result<String, CmdError> {
+pub(super) fn pull(
+    reference: &opship_oci::registry::Reference,
+    layout: &Path,
+) -> Result<String, CmdError> {
     let found = opship_oci::auth::lookup(
         reference.resolve_registry(),
         &opship_oci::auth::Env::from_process(),

@@ -17,6 +17,7 @@ const COMMANDS: &[&str] = &[
     "tags",
     "login",
     "chart",
+    "manifests",
     "catalog",
     "key",
     "sign",

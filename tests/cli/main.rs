@@ -14,6 +14,7 @@ mod hostile_chart;
 mod hostile_validate;
 mod kill;
 mod layout_lock;
+mod manifests;
 mod progress;
 mod push_all;
 mod registry;
