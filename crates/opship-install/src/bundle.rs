@@ -20,6 +20,9 @@ pub struct Bundle {
     pub objects: Vec<Object>,
     /// `operators.operatorframework.io.bundle.package.v1` from `metadata/annotations.yaml`.
     pub package: Option<String>,
+    /// The `properties` of `metadata/properties.yaml`, when the file exists: OLM v1 copies them
+    /// into the CSV's `olm.properties` annotation, which reaches the pod template.
+    pub properties: Option<Vec<serde_json::Value>>,
 }
 
 /// Reads `manifests/` (and the package name from `metadata/`) of a bundle directory. Syntax
@@ -77,10 +80,32 @@ pub fn load(dir: &Path) -> Result<Bundle> {
     } else {
         None
     };
+    let properties_file = dir.join("metadata").join("properties.yaml");
+    let properties = if std::fs::symlink_metadata(&properties_file).is_ok() {
+        let text = input::read_string_in_tree(dir, &properties_file, Kind::Manifest)?;
+        if text.trim().is_empty() {
+            None
+        } else {
+            let doc = yaml::parse_one(&text, &properties_file)?;
+            match &doc.value["properties"] {
+                serde_json::Value::Array(list) => Some(list.clone()),
+                serde_json::Value::Null => Some(Vec::new()),
+                _ => {
+                    return Err(Error::bundle(
+                        &properties_file,
+                        "`properties` must be a list of {type, value}",
+                    ));
+                }
+            }
+        }
+    } else {
+        None
+    };
     Ok(Bundle {
         dir: dir.to_path_buf(),
         csv,
         objects,
         package,
+        properties,
     })
 }

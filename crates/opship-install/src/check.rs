@@ -145,17 +145,6 @@ pub fn check(csv: &Object, objects: &[Object], package: Option<&str>) -> Vec<Pro
                         ),
                     );
                 }
-                if o.api_version() != "apiextensions.k8s.io/v1" {
-                    push(
-                        "OLM013",
-                        o.origin_of("/apiVersion"),
-                        format!(
-                            "custom resource definition `{}` is {}; OLM v1 reads apiextensions.k8s.io/v1 only",
-                            o.name(),
-                            o.api_version()
-                        ),
-                    );
-                }
             }
             kind if supported_kind(kind).is_none() => push(
                 "OLM015",

@@ -33,14 +33,11 @@ impl Permission {
     }
 }
 
-/// Go's encoding/json matches field names exactly first, then without regard to case.
+/// A field of a CSV mapping as operator-controller reads it: the CSV is decoded with
+/// apimachinery's unstructured converter, which matches field names exactly (unlike
+/// encoding/json, it does not fall back to a case-insensitive match).
 fn field<'a>(map: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
-    map.get(name).or_else(|| {
-        map.iter()
-            .filter(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v)
-            .next_back()
-    })
+    map.get(name)
 }
 
 fn strings(csv: &Object, ptr: &str, v: Option<&Value>) -> Result<Option<Vec<String>>> {
@@ -384,7 +381,13 @@ pub fn generate(b: &Bundle, opts: &Options, watch: &str) -> Result<Vec<Value>> {
     }
 
     // Deployments.
-    let csv_annotations = string_map(csv, "/metadata/annotations")?;
+    let mut csv_annotations = string_map(csv, "/metadata/annotations")?;
+    if let Some(props) = &b.properties {
+        csv_annotations.insert(
+            "olm.properties".into(),
+            Value::String(olm_properties(b, &csv_annotations, props)?),
+        );
+    }
     let webhooks = array(&csv.value()["spec"]["webhookdefinitions"]);
     let webhook_deployments: BTreeSet<&str> = webhooks
         .iter()
@@ -614,6 +617,51 @@ pub fn generate(b: &Bundle, opts: &Options, watch: &str) -> Result<Vec<Value>> {
     objs.extend(mutating);
     objs.extend(services);
     Ok(objs)
+}
+
+/// The `olm.properties` annotation OLM v1 writes when the bundle has
+/// `metadata/properties.yaml`: the CSV's own properties, then the file's, as Go marshals
+/// `[]property.Property` (`{"type":…,"value":…}`; the file's values with sorted keys, as
+/// `sigs.k8s.io/yaml` hands them over).
+fn olm_properties(b: &Bundle, annotations: &Map<String, Value>, file: &[Value]) -> Result<String> {
+    let mut all: Vec<(Value, Value)> = Vec::new();
+    if let Some(Value::String(existing)) = annotations.get("olm.properties") {
+        let parsed: Value = serde_json::from_str(existing).map_err(|e| {
+            Error::bundle(
+                &b.dir,
+                format!("failed to unmarshal csv.metadata.annotations['olm.properties']: {e}"),
+            )
+        })?;
+        for p in array(&parsed) {
+            all.push((
+                p["type"].clone(),
+                p.get("value").cloned().unwrap_or(Value::Null),
+            ));
+        }
+    }
+    for p in file {
+        let sorted = opship_core::yaml::sorted(p);
+        all.push((
+            sorted["type"].clone(),
+            sorted.get("value").cloned().unwrap_or(Value::Null),
+        ));
+    }
+    if all.is_empty() && !annotations.contains_key("olm.properties") {
+        return Ok("null".into());
+    }
+    let mut out = String::from("[");
+    for (i, (ty, value)) in all.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str("{\"type\":");
+        name::go_string(&mut out, check::str_of(ty));
+        out.push_str(",\"value\":");
+        name::go_json(&mut out, value);
+        out.push('}');
+    }
+    out.push(']');
+    Ok(out)
 }
 
 trait TrimOnce {

@@ -159,6 +159,39 @@ pub fn go_string(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// A value as Go's `json.Marshal` writes it, compact and HTML-escaped; mappings in the order
+/// given (callers sort them where Go would have a Go map).
+pub fn go_json(out: &mut String, v: &Value) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => out.push_str(&n.to_string()),
+        Value::String(s) => go_string(out, s),
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                go_json(out, x);
+            }
+            out.push(']');
+        }
+        Value::Object(m) => {
+            out.push('{');
+            for (i, (k, x)) in m.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                go_string(out, k);
+                out.push(':');
+                go_json(out, x);
+            }
+            out.push('}');
+        }
+    }
+}
+
 /// Big-endian bytes as a base-36 number in lower case, without leading zeros (Go's
 /// `big.Int.Text(36)`).
 fn base36(bytes: &[u8]) -> String {

@@ -171,13 +171,12 @@ rule!(
     OLM013,
     Error,
     None,
-    "Owned CRDs are in the bundle once each, as apiextensions.k8s.io/v1",
+    "Owned CRDs are in the bundle, once each",
     "OLM v1 installs the CRDs the bundle carries: operator-controller's registry+v1 validator \
-     refuses a CSV that owns a CRD missing from manifests/, two CRDs of the same name, CRDs \
-     that are not apiextensions.k8s.io/v1 (v1beta1 was removed in Kubernetes 1.22), and a CRD \
-     served by a conversion webhook that keeps spec.preserveUnknownFields true (the API server \
-     would never call the webhook). Ship every owned CRD once, as v1, with \
-     preserveUnknownFields false."
+     refuses a CSV that owns a CRD missing from manifests/ and two CRDs of the same name, and \
+     its renderer refuses a CRD served by a conversion webhook that keeps \
+     spec.preserveUnknownFields true (the API server would never call the webhook). Ship every \
+     owned CRD once, with preserveUnknownFields false."
 );
 rule!(
     OlmV1,
