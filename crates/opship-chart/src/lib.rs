@@ -48,8 +48,18 @@ pub fn render_bundle(
     environments: &BTreeMap<String, Environment>,
 ) -> Result<Chart> {
     let bundle = model::load_bundle(bundle_dir)?;
-    let model = model::build(&bundle, opts)?;
+    let mut model = model::build(&bundle, opts)?;
+    let manager = Some(&model.manager).filter(|(d, _)| !d.is_empty()).cloned();
+    model.values = olm::values(&bundle, manager.as_ref());
+    model.context["values"] = model.values.clone();
+    model.context["installModes"] = serde_json::Value::from(
+        opship_install::check::supported_modes(bundle.csv.value())
+            .into_iter()
+            .collect::<Vec<_>>(),
+    );
+    let objects = olm::templates(&bundle, &model.name, manager.as_ref(), opts.crds)?;
     let mut files = render::render(&model, templates)?;
+    files.extend(objects);
     let schema = values::schema(&model.values);
     let mut schema_text = serde_json::to_string_pretty(&schema)
         .map_err(|e| Error::invalid(bundle_dir, format!("values schema: {e}")))?;

@@ -5,11 +5,9 @@
 //! the Handlebars templates see.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use opship_core::input::{self, Kind};
 use opship_core::manifest::Object;
-use opship_core::yaml;
 use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
@@ -68,79 +66,13 @@ pub struct Options {
     pub crds: CrdPlacement,
 }
 
-/// A registry+v1 bundle read from disk: the CSV, every other object, the package name.
-#[derive(Debug, Clone)]
-pub struct Bundle {
-    /// The bundle directory.
-    pub dir: PathBuf,
-    /// The ClusterServiceVersion.
-    pub csv: Object,
-    /// Every other object of `manifests/`, in file-name order.
-    pub objects: Vec<Object>,
-    /// `operators.operatorframework.io.bundle.package.v1` from `metadata/annotations.yaml`.
-    pub package: Option<String>,
-}
+/// A registry+v1 bundle read from disk (opship-install's, which the OLM objects come from).
+pub use opship_install::Bundle;
 
-/// Reads `manifests/` (and the package name from `metadata/`) of a bundle directory. Syntax
-/// errors name the file and line; a bundle without exactly one CSV is refused. Files are read
-/// through `opship_core::input`: regular files within its size budget, symlinks only to
-/// files inside the bundle, so a FIFO or `/dev/zero` in a bundle is an error, not a hang.
+/// Reads `manifests/` (and the package name from `metadata/`) of a bundle directory, through
+/// `opship_core::input` (see [`opship_install::load`]).
 pub fn load_bundle(dir: &Path) -> Result<Bundle> {
-    let manifests = dir.join("manifests");
-    let entries = std::fs::read_dir(&manifests).map_err(|e| Error::io(&manifests, e))?;
-    let mut files = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io(&manifests, e))?;
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        // Hidden files, among them the temporaries of interrupted opship runs.
-        if name.starts_with('.') {
-            continue;
-        }
-        if ![".yaml", ".yml", ".json"].iter().any(|s| name.ends_with(s)) {
-            continue;
-        }
-        // Through symlinks: a directory (or a link to one) is not a manifest; anything else
-        // named like one is read, and refused by `input` when it is not a regular file.
-        if std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
-            continue;
-        }
-        files.push(path);
-    }
-    files.sort();
-    let mut csv = None;
-    let mut objects = Vec::new();
-    for path in files {
-        let text = input::read_string_in_tree(dir, &path, Kind::Manifest)?;
-        for doc in yaml::parse_stream(&text, &path)? {
-            let obj = Object::from_document(doc)?;
-            if obj.kind() == "ClusterServiceVersion" {
-                if csv.is_some() {
-                    return Err(Error::bundle(&path, "a second ClusterServiceVersion"));
-                }
-                csv = Some(obj);
-            } else {
-                objects.push(obj);
-            }
-        }
-    }
-    let csv = csv.ok_or_else(|| Error::bundle(&manifests, "no ClusterServiceVersion"))?;
-    let annotations = dir.join("metadata").join("annotations.yaml");
-    let package = if std::fs::symlink_metadata(&annotations).is_ok() {
-        let text = input::read_string_in_tree(dir, &annotations, Kind::Manifest)?;
-        let doc = yaml::parse_one(&text, &annotations)?;
-        doc.value["annotations"]["operators.operatorframework.io.bundle.package.v1"]
-            .as_str()
-            .map(str::to_owned)
-    } else {
-        None
-    };
-    Ok(Bundle {
-        dir: dir.to_path_buf(),
-        csv,
-        objects,
-        package,
-    })
+    Ok(opship_install::load(dir)?)
 }
 
 /// Kinds that are not namespaced; every other object is put into the release namespace.

@@ -14,6 +14,7 @@ use opship_install::{Bundle, CertProvider, Options};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::model::CrdPlacement;
 use crate::render::{Files, helm_text};
 
 /// Stand-in for the release namespace while rendering; replaced by Helm's.
@@ -31,7 +32,12 @@ struct Variant {
 
 /// The template files of the OLM objects (`templates/olm/…`, `templates/_olm.tpl`) for chart
 /// `name`.
-pub fn templates(bundle: &Bundle, name: &str) -> Result<Files> {
+pub fn templates(
+    bundle: &Bundle,
+    name: &str,
+    manager: Option<&(String, String)>,
+    crds: CrdPlacement,
+) -> Result<Files> {
     let problems =
         opship_install::check_bundle(&bundle.csv, &bundle.objects, bundle.package.as_deref());
     if !problems.is_empty() {
@@ -75,9 +81,8 @@ pub fn templates(bundle: &Bundle, name: &str) -> Result<Files> {
             });
         }
     }
-    // object key -> variant -> text
-    let mut objects: BTreeMap<(String, String), BTreeMap<Variant, (String, bool)>> =
-        BTreeMap::new();
+    // object key -> variant -> object
+    let mut objects: BTreeMap<(String, String), BTreeMap<Variant, Value>> = BTreeMap::new();
     for v in &variants {
         let opts = Options {
             install_namespace: INSTALL_NS.to_owned(),
@@ -101,27 +106,30 @@ pub fn templates(bundle: &Bundle, name: &str) -> Result<Files> {
             } else {
                 oname
             };
-            let is_deployment = kind == "Deployment";
-            let yaml = opship_core::yaml::to_string(&o)?;
-            objects
-                .entry((kind, key_name))
-                .or_default()
-                .insert(v.clone(), (helm_template(&yaml, name), is_deployment));
+            objects.entry((kind, key_name)).or_default().insert(v.clone(), o);
         }
     }
-    let manager = manager_container(bundle);
+    let owned_manager = manager_container(bundle);
+    let manager = manager.or(owned_manager.as_ref());
     let mut files = Files::new();
     for ((kind, oname), by_variant) in &objects {
+        if kind == "CustomResourceDefinition" {
+            crd_file(&mut files, oname, by_variant, &variants, name, crds)?;
+            continue;
+        }
         let file = format!(
             "templates/olm/{}-{}.yaml",
             kind.to_ascii_lowercase(),
             file_safe(oname)
         );
-        let is_deployment = by_variant.values().any(|(_, d)| *d);
-        let body = conditional(by_variant, &variants, name);
-        let text = if is_deployment {
+        let texts = by_variant
+            .iter()
+            .map(|(v, o)| Ok((v.clone(), helm_template(&opship_core::yaml::to_string(o)?, name))))
+            .collect::<Result<BTreeMap<_, _>>>()?;
+        let body = conditional(&texts, &variants, name);
+        let text = if kind == "Deployment" {
             let define = format!("{name}.olm.{}", file_safe(oname));
-            let manager_args = match &manager {
+            let manager_args = match manager {
                 Some((d, c)) if d == oname => format!(" \"container\" {}", go_quote(c)),
                 _ => String::new(),
             };
@@ -220,13 +228,9 @@ fn helm_template(yaml: &str, name: &str) -> String {
 
 /// The object's text per variant, behind conditions where variants differ; nothing for
 /// variants that do not have it.
-fn conditional(
-    by_variant: &BTreeMap<Variant, (String, bool)>,
-    variants: &[Variant],
-    name: &str,
-) -> String {
+fn conditional(by_variant: &BTreeMap<Variant, String>, variants: &[Variant], name: &str) -> String {
     let mut groups: Vec<(String, Vec<&Variant>)> = Vec::new();
-    for (v, (text, _)) in by_variant {
+    for (v, text) in by_variant {
         match groups.iter_mut().find(|(t, _)| t == text) {
             Some((_, vs)) => vs.push(v),
             None => groups.push((text.clone(), vec![v])),
@@ -252,6 +256,90 @@ fn conditional(
         ));
     }
     out
+}
+
+/// The file of one CRD. In `templates/`, behind `crd.enabled`, with `helm.sh/resource-policy:
+/// keep` while `crd.keep` is set (only `metadata` is written twice: a CRD can be megabytes).
+/// In `crds/`, plain YAML, which Helm does not template: refused for a CRD that names the
+/// release namespace (a conversion webhook's Service) or differs between variants.
+fn crd_file(
+    files: &mut Files,
+    oname: &str,
+    by_variant: &BTreeMap<Variant, Value>,
+    variants: &[Variant],
+    name: &str,
+    placement: CrdPlacement,
+) -> Result<()> {
+    let file = format!("{}.yaml", file_safe(oname));
+    if placement == CrdPlacement::CrdsDir {
+        let first = by_variant.values().next().cloned().unwrap_or(Value::Null);
+        let text = opship_core::yaml::to_string(&first)?;
+        if by_variant.values().any(|o| *o != first)
+            || text.contains(INSTALL_NS)
+            || text.contains(WATCH_NS)
+        {
+            return Err(Error::bundle(
+                Path::new(oname),
+                "this CRD has a conversion webhook, whose Service is in the release namespace; Helm does not template crds/, so put CRDs in templates (--crds templates)",
+            ));
+        }
+        files.insert(format!("crds/{file}"), text.into_bytes());
+        return Ok(());
+    }
+    let texts = by_variant
+        .iter()
+        .map(|(v, o)| Ok((v.clone(), crd_text(o, name)?)))
+        .collect::<Result<BTreeMap<_, _>>>()?;
+    let body = conditional(&texts, variants, name);
+    files.insert(
+        format!("templates/crds/{file}"),
+        format!(
+            "{{{{- if .Values.crd.enabled }}}}\n{{{{- include \"{name}.checkInstallMode\" . }}}}\n{body}{{{{- end }}}}\n"
+        )
+        .into_bytes(),
+    );
+    Ok(())
+}
+
+/// A CRD as template text: `metadata` twice (with and without the keep annotation, chosen by
+/// `crd.keep`), every other field once.
+fn crd_text(crd: &Value, name: &str) -> Result<String> {
+    let Some(map) = crd.as_object() else {
+        return Ok(helm_template(&opship_core::yaml::to_string(crd)?, name));
+    };
+    let part = |keep: &dyn Fn(&str) -> bool| -> serde_json::Map<String, Value> {
+        map.iter()
+            .filter(|(k, _)| keep(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    let head = part(&|k| k < "metadata");
+    let tail = part(&|k| k > "metadata");
+    let meta = map
+        .get("metadata")
+        .cloned()
+        .unwrap_or_else(|| serde_json::json!({}));
+    let mut kept = meta.clone();
+    if !kept["annotations"].is_object() {
+        kept["annotations"] = serde_json::json!({});
+    }
+    kept["annotations"]["helm.sh/resource-policy"] = Value::String("keep".into());
+    let yaml = |v: Value| -> Result<String> {
+        Ok(helm_template(&opship_core::yaml::to_string(&v)?, name))
+    };
+    let mut out = String::new();
+    if !head.is_empty() {
+        out.push_str(&yaml(Value::Object(head))?);
+    }
+    out.push_str("{{- if .Values.crd.keep }}\n");
+    out.push_str(&yaml(serde_json::json!({ "metadata": kept }))?);
+    out.push_str("{{- else }}\n");
+    out.push_str(&yaml(serde_json::json!({ "metadata": meta }))?);
+    out.push_str("{{- end }}\n");
+    if !tail.is_empty() {
+        out.push_str(&yaml(Value::Object(tail))?);
+    }
+    Ok(out)
 }
 
 /// `_olm.tpl`: the watch namespace and install-mode check, the certificate provider, and the
@@ -389,7 +477,7 @@ pub fn load(dir: &Path) -> Result<Bundle> {
 /// (`""` when AllNamespaces is supported, else unset: the release namespace with OwnNamespace,
 /// else required), `certProvider`, one key per deployment-config option (unset), and the
 /// operator's `image` and `replicas` (the bundle's).
-pub fn values(bundle: &Bundle) -> Value {
+pub fn values(bundle: &Bundle, manager: Option<&(String, String)>) -> Value {
     let csv = bundle.csv.value();
     let modes = opship_install::check::supported_modes(csv);
     let has_webhooks = !array(&csv["spec"]["webhookdefinitions"]).is_empty();
@@ -413,7 +501,8 @@ pub fn values(bundle: &Bundle) -> Value {
     for k in opship_install::config::DEPLOYMENT_CONFIG_KEYS {
         m.insert((*k).into(), Value::Null);
     }
-    if let Some((dep, container)) = manager_container(bundle) {
+    let owned = manager_container(bundle);
+    if let Some((dep, container)) = manager.or(owned.as_ref()) {
         let deps = array(&csv["spec"]["install"]["spec"]["deployments"]);
         if let Some(d) = deps.iter().find(|d| d["name"] == dep.as_str()) {
             m.insert("replicas".into(), d["spec"]["replicas"].clone());
@@ -428,6 +517,16 @@ pub fn values(bundle: &Bundle) -> Value {
                 serde_json::json!({"repository": repository, "tag": tag, "digest": digest}),
             );
         }
+    }
+    if bundle
+        .objects
+        .iter()
+        .any(|o| o.kind() == "CustomResourceDefinition")
+    {
+        m.insert(
+            "crd".into(),
+            serde_json::json!({"enabled": true, "keep": false}),
+        );
     }
     Value::Object(m)
 }

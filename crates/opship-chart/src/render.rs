@@ -20,80 +20,36 @@ use handlebars::{
     Context, Handlebars, Helper, HelperResult, Output, RenderContext, RenderError,
     RenderErrorReason,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::model::Model;
 
 /// How often a template is rendered and where its output goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Scope {
-    /// Once, into the path named by the template (its name without `.hbs`).
-    Once,
-    /// Once per CRD, into `templates/crds/` or `crds/`.
-    PerCrd,
-    /// Once per other bundle object, into `templates/objects/`.
-    PerObject,
-}
-
-/// The default templates, embedded at build time from `chart-templates/` at the repository
-/// root. Names are paths relative to that directory.
-const DEFAULTS: &[(&str, &str, Scope)] = &[
+/// The embedded templates, by path in the chart (`.hbs` dropped). The objects of the chart
+/// are not among them: they are OLM v1's, written by [`crate::olm`].
+const DEFAULTS: &[(&str, &str)] = &[
     (
         "Chart.yaml.hbs",
         include_str!("../../../chart-templates/Chart.yaml.hbs"),
-        Scope::Once,
     ),
     (
         "values.yaml.hbs",
         include_str!("../../../chart-templates/values.yaml.hbs"),
-        Scope::Once,
     ),
     (
         "templates/_helpers.tpl.hbs",
         include_str!("../../../chart-templates/templates/_helpers.tpl.hbs"),
-        Scope::Once,
     ),
     (
         "templates/NOTES.txt.hbs",
         include_str!("../../../chart-templates/templates/NOTES.txt.hbs"),
-        Scope::Once,
-    ),
-    (
-        "templates/deployment.yaml.hbs",
-        include_str!("../../../chart-templates/templates/deployment.yaml.hbs"),
-        Scope::Once,
-    ),
-    (
-        "templates/serviceaccount.yaml.hbs",
-        include_str!("../../../chart-templates/templates/serviceaccount.yaml.hbs"),
-        Scope::Once,
-    ),
-    (
-        "templates/rbac.yaml.hbs",
-        include_str!("../../../chart-templates/templates/rbac.yaml.hbs"),
-        Scope::Once,
-    ),
-    (
-        "templates/webhook.yaml.hbs",
-        include_str!("../../../chart-templates/templates/webhook.yaml.hbs"),
-        Scope::Once,
-    ),
-    (
-        "crd.yaml.hbs",
-        include_str!("../../../chart-templates/crd.yaml.hbs"),
-        Scope::PerCrd,
-    ),
-    (
-        "object.yaml.hbs",
-        include_str!("../../../chart-templates/object.yaml.hbs"),
-        Scope::PerObject,
     ),
 ];
 
 /// The names of the default templates (relative paths under `chart-templates/`).
 pub fn default_template_names() -> Vec<&'static str> {
-    DEFAULTS.iter().map(|(n, _, _)| *n).collect()
+    DEFAULTS.iter().map(|(n, _)| *n).collect()
 }
 
 /// The rendered chart: file contents by path relative to the chart directory.
@@ -247,7 +203,6 @@ struct Loaded {
     /// What error messages call the template: its file, or `<embedded>/name`.
     shown: String,
     source: String,
-    scope: Scope,
 }
 
 fn hbs_files(dir: &Path, base: &Path, out: &mut Vec<String>) -> Result<()> {
@@ -285,11 +240,10 @@ impl Templates {
     fn load(&self) -> Result<Vec<Loaded>> {
         let mut loaded: Vec<Loaded> = DEFAULTS
             .iter()
-            .map(|(name, source, scope)| Loaded {
+            .map(|(name, source)| Loaded {
                 name: (*name).to_owned(),
                 shown: format!("chart-templates/{name} (embedded)"),
                 source: (*source).to_owned(),
-                scope: *scope,
             })
             .collect();
         if let Some(dir) = &self.dir {
@@ -312,7 +266,6 @@ impl Templates {
                         name,
                         shown,
                         source,
-                        scope: Scope::Once,
                     }),
                 }
             }
@@ -469,28 +422,6 @@ fn source_line(source: &str, output_line: &str) -> Option<usize> {
     source.lines().position(fits).map(|i| i + 1)
 }
 
-/// Where CRD output goes, by placement.
-fn crd_path(model: &Model, file: &str) -> String {
-    if model.context["crdsInTemplates"].as_bool().unwrap_or(true) {
-        format!("templates/crds/{file}")
-    } else {
-        format!("crds/{file}")
-    }
-}
-
-/// A name safe as one file name.
-fn file_safe(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
 /// A Handlebars registry of every template whose output goes to `target`.
 fn registry<'a>(loaded: &[Loaded], target: Target) -> Result<Handlebars<'a>> {
     let mut hb = Handlebars::new();
@@ -510,46 +441,16 @@ fn registry<'a>(loaded: &[Loaded], target: Target) -> Result<Handlebars<'a>> {
     Ok(hb)
 }
 
-/// The chart file a CRD of the context is rendered into.
-fn crd_file_path(model: &Model, crd: &Value) -> String {
-    crd_path(
-        model,
-        &file_safe(crd["file"].as_str().unwrap_or("crd.yaml")),
-    )
-}
-
-/// The chart file an object of the context is rendered into.
-fn object_file_path(obj: &Value) -> String {
-    let file = file_safe(&format!(
-        "{}-{}.yaml",
-        obj["kind"].as_str().unwrap_or("object").to_lowercase(),
-        obj["name"].as_str().unwrap_or("unnamed")
-    ));
-    format!("templates/objects/{file}")
-}
-
 /// The bundle object a chart file is rendered from (`CustomResourceDefinition
 /// \`x.example.com\``), for messages about that file.
-pub fn origin_of(model: &Model, path: &str) -> Option<String> {
-    let ctx = &model.context;
-    for crd in ctx["crds"].as_array().into_iter().flatten() {
-        if crd_file_path(model, crd) == path {
-            return Some(format!(
-                "CustomResourceDefinition `{}`",
-                crd["name"].as_str().unwrap_or_default()
-            ));
-        }
+pub fn origin_of(_model: &Model, path: &str) -> Option<String> {
+    let file = path.rsplit('/').next()?.strip_suffix(".yaml")?;
+    if path.starts_with("templates/crds/") || path.starts_with("crds/") {
+        return Some(format!("CustomResourceDefinition `{file}`"));
     }
-    for obj in ctx["objects"].as_array().into_iter().flatten() {
-        if object_file_path(obj) == path {
-            return Some(format!(
-                "{} `{}`",
-                obj["kind"].as_str().unwrap_or_default(),
-                obj["name"].as_str().unwrap_or_default()
-            ));
-        }
-    }
-    None
+    let rest = path.strip_prefix("templates/olm/")?;
+    let (kind, name) = rest.strip_suffix(".yaml")?.split_once('-')?;
+    Some(format!("{kind} `{name}`"))
 }
 
 /// Renders every template for `model`. Nothing touches the disk; the caller writes the
@@ -600,43 +501,11 @@ pub fn render(model: &Model, templates: &Templates) -> Result<Files> {
     };
     let ctx = &model.context;
     for l in &loaded {
-        match l.scope {
-            Scope::Once => {
-                let path = l.name.trim_end_matches(".hbs").to_owned();
-                let text = for_path(&path)
-                    .render(&l.name, ctx)
-                    .map_err(|e| render_error(&l.shown, &e))?;
-                emit(path, text, l)?;
-            }
-            Scope::PerCrd => {
-                for crd in ctx["crds"].as_array().into_iter().flatten() {
-                    let item_ctx = json!({
-                        "chart": ctx["chart"],
-                        "crdsInTemplates": ctx["crdsInTemplates"],
-                        "webhooks": ctx["webhooks"],
-                        "crd": crd,
-                    });
-                    let path = crd_file_path(model, crd);
-                    let text = for_path(&path)
-                        .render(&l.name, &item_ctx)
-                        .map_err(|e| render_error(&l.shown, &e))?;
-                    emit(path, text, l)?;
-                }
-            }
-            Scope::PerObject => {
-                for obj in ctx["objects"].as_array().into_iter().flatten() {
-                    let item_ctx = json!({
-                        "chart": ctx["chart"],
-                        "object": obj,
-                    });
-                    let path = object_file_path(obj);
-                    let text = for_path(&path)
-                        .render(&l.name, &item_ctx)
-                        .map_err(|e| render_error(&l.shown, &e))?;
-                    emit(path, text, l)?;
-                }
-            }
-        }
+        let path = l.name.trim_end_matches(".hbs").to_owned();
+        let text = for_path(&path)
+            .render(&l.name, ctx)
+            .map_err(|e| render_error(&l.shown, &e))?;
+        emit(path, text, l)?;
     }
     Ok(files)
 }
@@ -644,6 +513,7 @@ pub fn render(model: &Model, templates: &Templates) -> Result<Files> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn yaml_escapes_helm_delimiters() {
@@ -746,7 +616,6 @@ mod tests {
             name: "t".into(),
             shown: "t".into(),
             source: "a: {{x}}\nb: {{json x}}\nc:\n{{yaml y 2}}\n".into(),
-            scope: Scope::Once,
         }];
         let ctx = json!({"x": "{{ .Values.p }}", "y": {"k": "}} {{"}});
         let target = |helm| Target {

@@ -73,75 +73,99 @@ fn object(props: Value) -> Value {
 
 /// The JSON schema (draft-07, self-contained: no `$ref` that Helm would fetch) of the values.
 /// Unknown keys are refused, so a misspelt key in a values file is an error, not a silent
-/// no-op.
+/// no-op; the deployment-config keys take the shapes OLM v1's config schema gives them.
 pub fn schema(values: &Value) -> Value {
     let free = json!({"type": "object"});
+    let or_null = |mut s: Value| {
+        let t = s["type"].clone();
+        s["type"] = json!([t, "null"]);
+        s
+    };
+    let strings = json!({"type": "object", "additionalProperties": {"type": "string"}});
+    let list_of = |item: Value| json!({"type": "array", "items": item});
     let mut props = Map::new();
+    props.insert(
+        "watchNamespace".into(),
+        // Commas pass, so that several namespaces get the chart's own refusal (MultiNamespace).
+        json!({"type": ["string", "null"], "pattern": "^[a-z0-9,-]*$"}),
+    );
+    if values.get("certProvider").is_some() {
+        props.insert(
+            "certProvider".into(),
+            json!({"type": "string", "enum": ["", "cert-manager", "openshift-serviceca"]}),
+        );
+    }
     props.insert(
         "image".into(),
         object(json!({
             "repository": {"type": "string", "minLength": 1},
             "tag": {"type": "string"},
             "digest": {"type": "string", "pattern": "^(sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128})?$"},
-            "pullPolicy": {"type": "string", "enum": ["", "Always", "IfNotPresent", "Never"]},
         })),
     );
+    props.insert("replicas".into(), json!({"type": ["integer", "null"], "minimum": 0}));
+    props.insert("nodeSelector".into(), or_null(strings.clone()));
+    props.insert("annotations".into(), or_null(strings.clone()));
     props.insert(
-        "imagePullSecrets".into(),
-        json!({"type": "array", "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}}),
+        "tolerations".into(),
+        or_null(list_of(object(json!({
+            "key": {"type": "string"},
+            "operator": {"type": "string"},
+            "value": {"type": "string"},
+            "effect": {"type": "string"},
+            "tolerationSeconds": {"type": "integer"},
+        })))),
     );
-    props.insert("replicas".into(), json!({"type": "integer", "minimum": 0}));
     props.insert(
         "resources".into(),
-        object(json!({
+        or_null(object(json!({
             "limits": {"type": "object"},
             "requests": {"type": "object"},
             "claims": {"type": "array"},
-        })),
+        }))),
+    );
+    let mut env = object(json!({
+        "name": {"type": "string"},
+        "value": {"type": "string"},
+        "valueFrom": {"type": "object"},
+    }));
+    env["required"] = json!(["name"]);
+    props.insert("env".into(), or_null(list_of(env)));
+    props.insert(
+        "envFrom".into(),
+        or_null(list_of(object(json!({
+            "prefix": {"type": "string"},
+            "configMapRef": {"type": "object"},
+            "secretRef": {"type": "object"},
+        })))),
     );
     props.insert(
-        "nodeSelector".into(),
-        json!({"type": "object", "additionalProperties": {"type": "string"}}),
+        "volumes".into(),
+        or_null(list_of(json!({"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}))),
     );
+    let mut mount = object(json!({
+        "name": {"type": "string"},
+        "mountPath": {"type": "string"},
+        "readOnly": {"type": "boolean"},
+        "recursiveReadOnly": {"type": "string"},
+        "subPath": {"type": "string"},
+        "mountPropagation": {"type": "string"},
+        "subPathExpr": {"type": "string"},
+    }));
+    mount["required"] = json!(["name", "mountPath"]);
+    props.insert("volumeMounts".into(), or_null(list_of(mount)));
     props.insert(
-        "tolerations".into(),
-        json!({"type": "array", "items": {"type": "object"}}),
-    );
-    props.insert("affinity".into(), free.clone());
-    props.insert("podSecurityContext".into(), free.clone());
-    props.insert("securityContext".into(), free.clone());
-    props.insert(
-        "serviceAccount".into(),
-        object(json!({
-            "create": {"type": "boolean"},
-            "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
-        })),
-    );
-    props.insert(
-        "rbac".into(),
-        object(json!({"create": {"type": "boolean"}})),
-    );
-    props.insert(
-        "metrics".into(),
-        object(json!({
-            "enabled": {"type": "boolean"},
-            "serviceMonitor": object(json!({"enabled": {"type": "boolean"}})),
-            "prometheusRule": object(json!({"enabled": {"type": "boolean"}})),
-        })),
+        "affinity".into(),
+        or_null(object(json!({
+            "nodeAffinity": {"type": "object"},
+            "podAffinity": {"type": "object"},
+            "podAntiAffinity": {"type": "object"},
+        }))),
     );
     if values.get("crd").is_some() {
         props.insert(
             "crd".into(),
             object(json!({"enabled": {"type": "boolean"}, "keep": {"type": "boolean"}})),
-        );
-    }
-    if values.get("webhook").is_some() {
-        props.insert(
-            "webhook".into(),
-            object(json!({
-                "enabled": {"type": "boolean"},
-                "certManager": object(json!({"enabled": {"type": "boolean"}})),
-            })),
         );
     }
     // Helm passes `global` to every chart; it must be allowed even when unused.

@@ -24,7 +24,7 @@ fn data() -> PathBuf {
 
 fn write_chart(bundle: &Path, dir: &Path) -> Value {
     let b = opship_chart::olm::load(bundle).unwrap();
-    let files = opship_chart::olm::templates(&b, "op").unwrap();
+    let files = opship_chart::olm::templates(&b, "op", None, opship_chart::CrdPlacement::Templates).unwrap();
     for (rel, bytes) in &files {
         let p = dir.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -35,7 +35,7 @@ fn write_chart(bundle: &Path, dir: &Path) -> Value {
         "apiVersion: v2\nname: op\nversion: 0.1.0\n",
     )
     .unwrap();
-    let values = opship_chart::olm::values(&b);
+    let values = opship_chart::olm::values(&b, None);
     std::fs::write(
         dir.join("values.yaml"),
         serde_json::to_string(&values).unwrap(),
