@@ -10,6 +10,8 @@ Commands:
   lint CHART [--values-json JSON] [--strict]
   lint-many CHART...    (lint of each chart, in one process: {chart: result})
   render CHART [--values FILE]... [--values-json JSON] [--namespace NS] [--name NAME]
+  render-many JOBS      (JOBS: a JSON file [{chart, values, namespace}]; one result per job,
+                         {"manifests": {...}} or {"error": {...}}, charts loaded once each)
   validate CHART --values-json JSON
   package CHART DEST
   index DIR [--url URL]
@@ -115,6 +117,8 @@ def main():
     a.add_argument("--values-json")
     a.add_argument("--namespace", default="ops")
     a.add_argument("--name", default="rel")
+    a = sub.add_parser("render-many")
+    a.add_argument("jobs")
     a = sub.add_parser("validate")
     a.add_argument("chart")
     a.add_argument("--values-json", required=True)
@@ -148,6 +152,18 @@ def main():
             c = helm.Chart.load(args.chart)
             manifests = c.render(values_of(args), name=args.name, namespace=args.namespace, is_install=True)
             out = {"manifests": manifests, "crds": list(c.crds), "sdk": helm.helm_sdk_version()}
+        elif args.cmd == "render-many":
+            with open(args.jobs, encoding="utf-8") as fh:
+                jobs = json.load(fh)
+            charts = {}
+            out = []
+            for j in jobs:
+                def one(j=j):
+                    c = charts.get(j["chart"])
+                    if c is None:
+                        c = charts[j["chart"]] = helm.Chart.load(j["chart"])
+                    return {"manifests": c.render(j["values"], name="rel", namespace=j["namespace"], is_install=True)}
+                out.append(attempt(one))
         elif args.cmd == "validate":
             c = helm.Chart.load(args.chart)
             c.validate_schema(json.loads(args.values_json))

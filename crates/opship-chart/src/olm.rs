@@ -106,7 +106,10 @@ pub fn templates(
             } else {
                 oname
             };
-            objects.entry((kind, key_name)).or_default().insert(v.clone(), o);
+            objects
+                .entry((kind, key_name))
+                .or_default()
+                .insert(v.clone(), o);
         }
     }
     let owned_manager = manager_container(bundle);
@@ -124,7 +127,12 @@ pub fn templates(
         );
         let texts = by_variant
             .iter()
-            .map(|(v, o)| Ok((v.clone(), helm_template(&opship_core::yaml::to_string(o)?, name))))
+            .map(|(v, o)| {
+                Ok((
+                    v.clone(),
+                    helm_template(&opship_core::yaml::to_string(o)?, name),
+                ))
+            })
             .collect::<Result<BTreeMap<_, _>>>()?;
         let body = conditional(&texts, &variants, name);
         let text = if kind == "Deployment" {
@@ -229,8 +237,30 @@ fn helm_template(yaml: &str, name: &str) -> String {
 /// The object's text per variant, behind conditions where variants differ; nothing for
 /// variants that do not have it.
 fn conditional(by_variant: &BTreeMap<Variant, String>, variants: &[Variant], name: &str) -> String {
+    // An object that differs between the modes only by the watch namespace (a Deployment's
+    // `olm.targetNamespaces`) is written once: the one-namespace text renders the
+    // all-namespaces one when the watch namespace is "".
+    let watch = format!("{{{{ (include \"{name}.watchNamespace\" .) | quote }}}}");
+    let mut by_variant = by_variant.clone();
+    let pairs: Vec<(Variant, Variant)> = by_variant
+        .keys()
+        .filter(|v| v.mode == "all")
+        .filter_map(|v| {
+            let ns = Variant {
+                mode: "ns",
+                provider: v.provider,
+            };
+            by_variant.contains_key(&ns).then(|| (v.clone(), ns))
+        })
+        .collect();
+    for (all, ns) in pairs {
+        let ns_text = by_variant[&ns].clone();
+        if ns_text.contains(&watch) && ns_text.replace(&watch, "\"\"") == by_variant[&all] {
+            by_variant.insert(all, ns_text);
+        }
+    }
     let mut groups: Vec<(String, Vec<&Variant>)> = Vec::new();
-    for (v, text) in by_variant {
+    for (v, text) in &by_variant {
         match groups.iter_mut().find(|(t, _)| t == text) {
             Some((_, vs)) => vs.push(v),
             None => groups.push((text.clone(), vec![v])),
@@ -270,7 +300,12 @@ fn crd_file(
     name: &str,
     placement: CrdPlacement,
 ) -> Result<()> {
-    let file = format!("{}.yaml", file_safe(oname));
+    // `<group>_<plural>.yaml`, as operator-sdk names CRD files.
+    let first = by_variant.values().next();
+    let file = match first.map(|c| (&c["spec"]["group"], &c["spec"]["names"]["plural"])) {
+        Some((Value::String(g), Value::String(p))) => file_safe(&format!("{g}_{p}.yaml")),
+        _ => format!("{}.yaml", file_safe(oname)),
+    };
     if placement == CrdPlacement::CrdsDir {
         let first = by_variant.values().next().cloned().unwrap_or(Value::Null);
         let text = opship_core::yaml::to_string(&first)?;

@@ -253,8 +253,17 @@ pub fn render(b: &Bundle, opts: &Options) -> Result<Vec<Value>> {
 }
 
 /// Sorts objects as operator-controller's regression data lists them: by kind, namespace, name.
+/// Objects with the same kind, namespace and name (a bundle's own ServiceAccount next to the
+/// one OLM generates) are ordered by content, so the order never depends on how they were
+/// produced.
 pub fn sort(objs: &mut [Value]) {
-    objs.sort_by(|a, b| key(a).cmp(&key(b)));
+    objs.sort_by(|a, b| {
+        key(a).cmp(&key(b)).then_with(|| {
+            opship_core::yaml::sorted(a)
+                .to_string()
+                .cmp(&opship_core::yaml::sorted(b).to_string())
+        })
+    });
 }
 
 fn key(o: &Value) -> (&str, &str, &str) {

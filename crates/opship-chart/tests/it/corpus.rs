@@ -2,6 +2,7 @@
 //! the real Helm engine (lint, render = bundle, environments, schema).
 
 use opship_chart::Options;
+use serde_json::{Value, json};
 
 use crate::compare::check_bundle;
 use crate::corpus_dir;
@@ -9,8 +10,8 @@ use crate::corpus_dir;
 /// `(operator/version, why it is here)`.
 const BUNDLES: &[(&str, &str)] = &[
     (
-        "opentelemetry-operator/0.158.0",
-        "14 admission webhooks, 2 deployments, PrometheusRule, PodDisruptionBudget",
+        "opentelemetry-operator/0.33.0",
+        "admission webhooks, PrometheusRule",
     ),
     (
         "opentelemetry-operator/0.27.0",
@@ -126,6 +127,22 @@ fn at_least_twenty_corpus_bundles() {
     assert!(BUNDLES.len() >= 20);
 }
 
+/// A bundle OLM v1 refuses gets no chart, with the renderer's reason and position.
+#[test]
+fn bundle_olm_v1_refuses_gets_no_chart() {
+    let dir = corpus_dir().join("bundles/opentelemetry-operator/0.158.0");
+    let err = opship_chart::render_bundle(
+        &dir,
+        &Options::default(),
+        &opship_chart::Templates::default(),
+        &Default::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("[OLM015]"), "{err}");
+    assert!(err.contains("poddisruptionbudget.yaml:2:"), "{err}");
+}
+
 /// A bundle with a duplicate YAML key is refused with the file and line, not charted.
 #[test]
 fn bundle_with_duplicate_key_is_refused_with_its_line() {
@@ -145,10 +162,13 @@ fn bundle_with_duplicate_key_is_refused_with_its_line() {
     assert!(err.contains("duplicate"), "{err}");
 }
 
-/// Every bundle of the corpus renders (except the one with a duplicate YAML key, refused
-/// above) and Helm's lint has nothing to say but the missing icon. Four parts, one Helm
-/// process each, run side by side.
-fn lint_all(part: usize, parts: usize) {
+/// Every bundle of the corpus, in every install mode (AllNamespaces with watchNamespace "",
+/// OwnNamespace with the release namespace, SingleNamespace with `watched`): Helm's render of
+/// the chart equals what OLM v1 installs (`opship manifests`), and a mode the CSV does not
+/// support fails both, with the same reason. A bundle OLM v1 refuses gets no chart, for the
+/// same reason. Helm's lint has nothing to say but the missing icon. Four parts, one Helm
+/// process per part for the renders and one for the lint, run side by side.
+fn modes_all(part: usize, parts: usize) {
     let root = corpus_dir().join("bundles");
     let mut dirs: Vec<_> = std::fs::read_dir(&root)
         .unwrap()
@@ -159,17 +179,34 @@ fn lint_all(part: usize, parts: usize) {
     assert!(dirs.len() >= 237, "{}", dirs.len());
     let tmp = tempfile::tempdir().unwrap();
     let mut charts = Vec::new();
+    let mut refused = Vec::new();
+    let mut jobs = Vec::new();
     for (i, d) in dirs.iter().enumerate() {
-        if i % parts != part || d.ends_with("3scale-community-operator/0.7.0") {
+        if i % parts != part {
             continue;
         }
-        let chart = opship_chart::render_bundle(
+        let chart = match opship_chart::render_bundle(
             d,
             &Options::default(),
             &opship_chart::Templates::default(),
             &crate::environments(),
-        )
-        .unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        ) {
+            Ok(c) => c,
+            Err(e) => {
+                // OLM v1 refuses it too, for the same reason.
+                let olm = crate::compare::olm_objects(d, "ops", None).expect_err(&format!(
+                    "{}: chart refused but OLM renders it: {e}",
+                    d.display()
+                ));
+                assert_eq!(e.to_string(), olm.to_string(), "{}", d.display());
+                refused.push(format!(
+                    "{}: {}",
+                    d.display(),
+                    e.to_string().lines().last().unwrap_or("")
+                ));
+                continue;
+            }
+        };
         let dir = tmp.path().join(i.to_string()).join(&chart.name);
         opship_chart::write_dir(
             &chart.files,
@@ -178,48 +215,85 @@ fn lint_all(part: usize, parts: usize) {
             opship_chart::Overwrite::Refuse,
         )
         .unwrap();
+        for w in ["", "ops", "watched"] {
+            jobs.push((d.clone(), dir.display().to_string(), w));
+        }
         charts.push((d.clone(), dir.display().to_string()));
+    }
+    let job_file = tmp.path().join("jobs.json");
+    let list: Vec<Value> = jobs
+        .iter()
+        .map(|(_, c, w)| json!({"chart": c, "values": {"watchNamespace": w}, "namespace": "ops"}))
+        .collect();
+    std::fs::write(&job_file, serde_json::to_string(&list).unwrap()).unwrap();
+    let results = crate::helm(&["render-many", job_file.to_str().unwrap()]);
+    let mut same = 0;
+    let mut failed_alike = 0;
+    for ((bundle, _, w), res) in jobs.iter().zip(results.as_array().unwrap()) {
+        let what = format!("{} (watchNamespace {w:?})", bundle.display());
+        match crate::compare::olm_objects(bundle, "ops", Some(w)) {
+            Ok(want) => {
+                let mut got = crate::compare::parse_rendered(&res["manifests"], &what);
+                opship_install::sort(&mut got);
+                assert!(
+                    got == want,
+                    "{what}: {}",
+                    crate::compare::first_difference(&got, &want)
+                );
+                same += 1;
+            }
+            Err(opship_install::Error::InstallMode { message, .. }) => {
+                let err = res["error"]["message"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{what}: OLM refuses ({message}) but Helm renders"));
+                assert!(
+                    err.contains(&message),
+                    "{what}: Helm: {err}\nOLM: {message}"
+                );
+                failed_alike += 1;
+            }
+            Err(e) => panic!("{what}: {e}"),
+        }
+    }
+    eprintln!(
+        "part {part}: {} charts, {same} renders equal to OLM v1, {failed_alike} unsupported modes refused alike, {} bundles refused",
+        charts.len(),
+        refused.len()
+    );
+    for r in &refused {
+        eprintln!("  refused: {r}");
     }
     let mut args = vec!["lint-many".to_owned()];
     args.extend(charts.iter().map(|(_, c)| c.clone()));
     let r = crate::helm(&args);
     for (bundle, chart) in &charts {
         let lint = &r[chart];
-        assert_eq!(
-            lint["errors"],
-            serde_json::json!([]),
-            "{}: {lint}",
-            bundle.display()
-        );
+        assert_eq!(lint["errors"], json!([]), "{}: {lint}", bundle.display());
         for m in lint["messages"]
             .as_array()
             .unwrap_or_else(|| panic!("{}: {lint}", bundle.display()))
         {
-            assert!(
-                m["severity"] == 1 && m["error"] == "icon is recommended",
-                "{}: {m}",
-                bundle.display()
-            );
+            assert!(crate::compare::lint_ok(m), "{}: {m}", bundle.display());
         }
     }
 }
 
 #[test]
-fn whole_corpus_renders_and_lints_part_1() {
-    lint_all(0, 4);
+fn whole_corpus_every_install_mode_part_1() {
+    modes_all(0, 4);
 }
 
 #[test]
-fn whole_corpus_renders_and_lints_part_2() {
-    lint_all(1, 4);
+fn whole_corpus_every_install_mode_part_2() {
+    modes_all(1, 4);
 }
 
 #[test]
-fn whole_corpus_renders_and_lints_part_3() {
-    lint_all(2, 4);
+fn whole_corpus_every_install_mode_part_3() {
+    modes_all(2, 4);
 }
 
 #[test]
-fn whole_corpus_renders_and_lints_part_4() {
-    lint_all(3, 4);
+fn whole_corpus_every_install_mode_part_4() {
+    modes_all(3, 4);
 }

@@ -24,7 +24,8 @@ fn data() -> PathBuf {
 
 fn write_chart(bundle: &Path, dir: &Path) -> Value {
     let b = opship_chart::olm::load(bundle).unwrap();
-    let files = opship_chart::olm::templates(&b, "op", None, opship_chart::CrdPlacement::Templates).unwrap();
+    let files = opship_chart::olm::templates(&b, "op", None, opship_chart::CrdPlacement::Templates)
+        .unwrap();
     for (rel, bytes) in &files {
         let p = dir.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();

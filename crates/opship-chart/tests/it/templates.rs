@@ -121,8 +121,13 @@ fn templates_are_replaced_and_added() {
         extra.contains("csv: \"memcached-operator.v0.3.0\""),
         "{extra}"
     );
-    // The embedded defaults are still there.
-    assert!(chart.files.contains_key("templates/deployment.yaml"));
+    // The embedded defaults and OLM v1's objects are still there.
+    assert!(chart.files.contains_key("templates/_helpers.tpl"));
+    assert!(
+        chart
+            .files
+            .contains_key("templates/olm/deployment-memcached-operator-controller-manager.yaml")
+    );
 }
 
 /// Every embedded default is shipped in chart-templates/ (what --templates starts from).
