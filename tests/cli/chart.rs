@@ -68,14 +68,15 @@ fn render_all_versions_and_nothing_written_on_a_bad_template() {
     }
     let before = read_tree(&out);
 
-    // A template with a Helm expression Handlebars would take: exit 2, the file and line
-    // named, the charts on disk untouched, no temporary directory left behind.
+    // A replacement of an embedded template with a Helm expression Handlebars would take:
+    // exit 2, the file and line named, the charts on disk untouched, no temporary directory
+    // left behind.
     let templates = tmp.path().join("templates");
     std::fs::create_dir_all(templates.join("templates")).unwrap();
-    let bad = templates.join("templates/serviceaccount.yaml.hbs");
+    let bad = templates.join("templates/NOTES.txt.hbs");
     std::fs::write(
         &bad,
-        "kind: ServiceAccount\nmetadata:\n  namespace: {{ .Release.Namespace }}\n",
+        "{{csv.displayName}} is installed.\n\nNamespace: {{ .Release.Namespace }}\n",
     )
     .unwrap();
     let r = run(opship()
