@@ -106,7 +106,10 @@ pub fn templates(
             } else {
                 oname
             };
-            objects.entry((kind, key_name)).or_default().insert(v.clone(), o);
+            objects
+                .entry((kind, key_name))
+                .or_default()
+                .insert(v.clone(), o);
         }
     }
     let owned_manager = manager_container(bundle);
@@ -124,7 +127,12 @@ pub fn templates(
         );
         let texts = by_variant
             .iter()
-            .map(|(v, o)| Ok((v.clone(), helm_template(&opship_core::yaml::to_string(o)?, name))))
+            .map(|(v, o)| {
+                Ok((
+                    v.clone(),
+                    helm_template(&opship_core::yaml::to_string(o)?, name),
+                ))
+            })
             .collect::<Result<BTreeMap<_, _>>>()?;
         let body = conditional(&texts, &variants, name);
         let text = if kind == "Deployment" {

@@ -103,7 +103,10 @@ pub fn schema(values: &Value) -> Value {
             "digest": {"type": "string", "pattern": "^(sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128})?$"},
         })),
     );
-    props.insert("replicas".into(), json!({"type": ["integer", "null"], "minimum": 0}));
+    props.insert(
+        "replicas".into(),
+        json!({"type": ["integer", "null"], "minimum": 0}),
+    );
     props.insert("nodeSelector".into(), or_null(strings.clone()));
     props.insert("annotations".into(), or_null(strings.clone()));
     props.insert(
