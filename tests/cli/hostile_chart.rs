@@ -2,8 +2,8 @@
 //! code stays text (checked by the real Helm v4 engine), `chart render` replaces only what it
 //! wrote itself (never a file, a project, a symlink or the current directory; `--force` for
 //! the rest), every input is a regular file within its budget (a FIFO is an error, not a
-//! hang), charts Helm's loader would refuse (a file over 5 MiB) are never written, and long
-//! chart names still give valid labels.
+//! hang), charts Helm's loader would refuse (a file over 5 MiB) are never written, and the
+//! objects carry only OLM's labels while the labels helper stays valid for long chart names.
 
 use std::path::{Path, PathBuf};
 
@@ -31,7 +31,7 @@ fn mkfifo(path: &Path) {
 }
 
 /// Rewrites every document of a manifest file through `edit`.
-fn edit_manifest(path: &Path, edit: impl Fn(&mut Value)) {
+pub(crate) fn edit_manifest(path: &Path, edit: impl Fn(&mut Value)) {
     let text = std::fs::read_to_string(path).unwrap();
     let mut out = String::new();
     for doc in opship_core::yaml::parse_stream(&text, path).unwrap() {
