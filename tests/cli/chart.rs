@@ -68,14 +68,15 @@ fn render_all_versions_and_nothing_written_on_a_bad_template() {
     }
     let before = read_tree(&out);
 
-    // A template with a Helm expression Handlebars would take: exit 2, the file and line
-    // named, the charts on disk untouched, no temporary directory left behind.
+    // A replacement of an embedded template with a Helm expression Handlebars would take:
+    // exit 2, the file and line named, the charts on disk untouched, no temporary directory
+    // left behind.
     let templates = tmp.path().join("templates");
     std::fs::create_dir_all(templates.join("templates")).unwrap();
-    let bad = templates.join("templates/serviceaccount.yaml.hbs");
+    let bad = templates.join("templates/NOTES.txt.hbs");
     std::fs::write(
         &bad,
-        "kind: ServiceAccount\nmetadata:\n  namespace: {{ .Release.Namespace }}\n",
+        "{{csv.displayName}} is installed.\n\nNamespace: {{ .Release.Namespace }}\n",
     )
     .unwrap();
     let r = run(opship()
@@ -106,6 +107,200 @@ fn render_all_versions_and_nothing_written_on_a_bad_template() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("manifests"), "{}", r.stderr);
     assert!(!fresh.exists());
+}
+
+/// The objects of `helm_check.py render` (release `rel` in namespace `ops`), NOTES.txt left
+/// out; or Helm's error message.
+fn rendered_objects(
+    chart: &Path,
+    values: serde_json::Value,
+) -> Result<Vec<serde_json::Value>, String> {
+    let mut args = vec!["render", chart.to_str().unwrap()];
+    let json = values.to_string();
+    args.extend(["--values-json", &json]);
+    let out = helm(&args);
+    if let Some(e) = out.get("error") {
+        return Err(e["message"].as_str().unwrap_or_default().to_owned());
+    }
+    let mut objects = Vec::new();
+    for (file, text) in out["manifests"].as_object().unwrap() {
+        if file.ends_with("NOTES.txt") {
+            continue;
+        }
+        for d in opship_core::yaml::parse_stream(text.as_str().unwrap(), Path::new(file)).unwrap() {
+            if !d.value.is_null() {
+                objects.push(d.value);
+            }
+        }
+    }
+    Ok(objects)
+}
+
+fn kinds_in(objects: &[serde_json::Value], kind: &str) -> Vec<(String, String)> {
+    objects
+        .iter()
+        .filter(|o| o["kind"] == kind)
+        .map(|o| {
+            (
+                o["metadata"]["namespace"].as_str().unwrap_or("").to_owned(),
+                o["metadata"]["name"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn operator_deployment(objects: &[serde_json::Value]) -> &serde_json::Value {
+    let deps: Vec<_> = objects
+        .iter()
+        .filter(|o| o["kind"] == "Deployment")
+        .collect();
+    assert_eq!(deps.len(), 1, "{objects:?}");
+    deps[0]
+}
+
+/// The chart installs what OLM v1 installs, by the install mode `watchNamespace` selects:
+/// all namespaces (the permissions lifted to ClusterRoles), the release namespace, another
+/// one (Roles there), with the pod's `olm.targetNamespaces`; a mode the CSV does not support
+/// fails with operator-controller's message, and the default follows the supported modes.
+/// The deployment config and an environment's values apply to the operator's deployment.
+#[test]
+fn install_modes_and_deployment_config() {
+    let (tmp, bundle) = sample_copy();
+    let out = tmp.path().join("charts");
+    let chart = render_sample("0.3.0", &out);
+    let target = |o: &[serde_json::Value]| {
+        operator_deployment(o)["spec"]["template"]["metadata"]["annotations"]
+            ["olm.targetNamespaces"]
+            .clone()
+    };
+
+    // AllNamespaces (the default, the CSV supports it): no Role, the deployment in the
+    // release namespace, no Helm labels.
+    let all = rendered_objects(&chart, serde_json::json!({})).unwrap();
+    assert!(kinds_in(&all, "Role").is_empty(), "{all:?}");
+    assert!(kinds_in(&all, "ClusterRole").len() >= 2);
+    assert_eq!(target(&all), "");
+    let dep = operator_deployment(&all);
+    assert_eq!(dep["metadata"]["namespace"], "ops");
+    assert!(
+        dep["metadata"]["labels"].get("helm.sh/chart").is_none(),
+        "{dep}"
+    );
+    assert_eq!(
+        rendered_objects(&chart, serde_json::json!({"watchNamespace": null})).unwrap(),
+        all,
+        "null is the default"
+    );
+
+    // SingleNamespace: the Role and its binding in the watched namespace.
+    let single = rendered_objects(&chart, serde_json::json!({"watchNamespace": "team-a"})).unwrap();
+    let roles = kinds_in(&single, "Role");
+    assert!(
+        !roles.is_empty() && roles.iter().all(|(ns, _)| ns == "team-a"),
+        "{roles:?}"
+    );
+    assert_eq!(kinds_in(&single, "RoleBinding").len(), roles.len());
+    assert_eq!(target(&single), "team-a");
+    assert_eq!(operator_deployment(&single)["metadata"]["namespace"], "ops");
+    assert!(kinds_in(&single, "ClusterRole").len() < kinds_in(&all, "ClusterRole").len());
+
+    // OwnNamespace: the same in the release namespace.
+    let own = rendered_objects(&chart, serde_json::json!({"watchNamespace": "ops"})).unwrap();
+    let roles = kinds_in(&own, "Role");
+    assert!(
+        !roles.is_empty() && roles.iter().all(|(ns, _)| ns == "ops"),
+        "{roles:?}"
+    );
+    assert_eq!(target(&own), "ops");
+
+    // MultiNamespace is refused.
+    let e = rendered_objects(&chart, serde_json::json!({"watchNamespace": "a,b"})).unwrap_err();
+    assert!(e.contains("MultiNamespace"), "{e}");
+
+    // The deployment config and values-prod.yaml (replicas, resources of every container),
+    // the image.
+    let prod = opship_core::yaml::parse_stream(
+        &std::fs::read_to_string(chart.join("values-prod.yaml")).unwrap(),
+        Path::new("values-prod.yaml"),
+    )
+    .unwrap()
+    .remove(0)
+    .value;
+    let mut values = prod.clone();
+    values["image"] = serde_json::json!({"tag": "v9"});
+    values["nodeSelector"] = serde_json::json!({"disk": "ssd"});
+    values["env"] = serde_json::json!([{"name": "RELATED_IMAGE_MEMCACHED", "value": "m:2"}]);
+    let objects = rendered_objects(&chart, values).unwrap();
+    let dep = operator_deployment(&objects);
+    assert_eq!(dep["spec"]["replicas"], 2);
+    let pod = &dep["spec"]["template"]["spec"];
+    assert_eq!(pod["nodeSelector"], serde_json::json!({"disk": "ssd"}));
+    for c in pod["containers"].as_array().unwrap() {
+        assert_eq!(c["resources"], prod["resources"], "{c}");
+    }
+    let manager = pod["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "manager")
+        .unwrap();
+    assert_eq!(manager["image"], "quay.io/example/memcached-operator:v9");
+    let env = manager["env"].as_array().unwrap();
+    assert_eq!(
+        env.iter()
+            .filter(|e| e["name"] == "RELATED_IMAGE_MEMCACHED")
+            .map(|e| e["value"].clone())
+            .collect::<Vec<_>>(),
+        ["m:2"],
+        "replaced by name"
+    );
+    assert!(
+        env.iter().any(|e| e["name"] == "WATCH_NAMESPACE"),
+        "{env:?}"
+    );
+
+    // A CSV without AllNamespaces: the default is the release namespace, "" is refused with
+    // operator-controller's message. Only SingleNamespace: a watch namespace is required.
+    let csv = bundle.join("0.3.0/manifests/memcached-operator.clusterserviceversion.yaml");
+    for (supported, default, refused) in [
+        (
+            &["OwnNamespace", "SingleNamespace"][..],
+            Ok("ops"),
+            "invalid target namespaces []: supported install modes [OwnNamespace SingleNamespace] do not support targeting all namespaces",
+        ),
+        (
+            &["SingleNamespace"][..],
+            Err("watchNamespace is required: the operator supports only [SingleNamespace]"),
+            "invalid target namespaces [ops]: supported install modes [SingleNamespace] do not support targeting own namespace",
+        ),
+    ] {
+        crate::hostile_chart::edit_manifest(&csv, |v| {
+            for m in v["spec"]["installModes"].as_array_mut().unwrap() {
+                let t = m["type"].as_str().unwrap().to_owned();
+                m["supported"] = supported.contains(&t.as_str()).into();
+            }
+        });
+        let out = tmp.path().join(format!("modes-{}", supported.len()));
+        let r = run(opship()
+            .args(["chart", "render", "--bundle"])
+            .arg(bundle.join("0.3.0"))
+            .arg("--output")
+            .arg(&out));
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let c = out.join("memcached-operator");
+        let values = std::fs::read_to_string(c.join("values.yaml")).unwrap();
+        assert!(values.contains("\nwatchNamespace: null\n"), "{values}");
+        match (rendered_objects(&c, serde_json::json!({})), default) {
+            (Ok(o), Ok(ns)) => assert_eq!(target(&o), ns),
+            (Err(e), Err(msg)) => assert!(e.contains(msg), "{e}"),
+            (got, want) => panic!("{supported:?}: {got:?}, want {want:?}"),
+        }
+        let empty = if supported.len() == 1 { "ops" } else { "" };
+        let e = rendered_objects(&c, serde_json::json!({"watchNamespace": empty})).unwrap_err();
+        assert!(e.contains(refused), "{supported:?}: {e}");
+        let o = rendered_objects(&c, serde_json::json!({"watchNamespace": "team-a"})).unwrap();
+        assert_eq!(target(&o), "team-a");
+    }
 }
 
 #[test]

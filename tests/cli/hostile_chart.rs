@@ -2,8 +2,8 @@
 //! code stays text (checked by the real Helm v4 engine), `chart render` replaces only what it
 //! wrote itself (never a file, a project, a symlink or the current directory; `--force` for
 //! the rest), every input is a regular file within its budget (a FIFO is an error, not a
-//! hang), charts Helm's loader would refuse (a file over 5 MiB) are never written, and long
-//! chart names still give valid labels.
+//! hang), charts Helm's loader would refuse (a file over 5 MiB) are never written, and the
+//! objects carry only OLM's labels while the labels helper stays valid for long chart names.
 
 use std::path::{Path, PathBuf};
 
@@ -31,7 +31,7 @@ fn mkfifo(path: &Path) {
 }
 
 /// Rewrites every document of a manifest file through `edit`.
-fn edit_manifest(path: &Path, edit: impl Fn(&mut Value)) {
+pub(crate) fn edit_manifest(path: &Path, edit: impl Fn(&mut Value)) {
     let text = std::fs::read_to_string(path).unwrap();
     let mut out = String::new();
     for doc in opship_core::yaml::parse_stream(&text, path).unwrap() {
@@ -97,19 +97,46 @@ fn bundle_text_that_looks_like_helm_code_stays_text() {
             .map(|d| d.value)
             .collect()
     };
-    let crd = &docs(&format!("crds/{CRD}"))[0];
+    let crd = &docs("crds/memcacheds.cache.example.com.yaml")[0];
     assert_eq!(
         crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
             ["size"]["description"],
         description
     );
-    let dep = &docs("deployment.yaml")[0];
+    // The deployment goes through Helm's fromYaml/toYaml (the deployment config is applied
+    // at install time): the data stays text there too.
+    let dep = &docs("olm/deployment-memcached-operator-controller-manager.yaml")[0];
     let pod = &dep["spec"]["template"];
     assert_eq!(
         pod["metadata"]["annotations"]["example.com/note"],
         annotation
     );
     assert_eq!(pod["spec"]["containers"][0]["env"][0]["value"], annotation);
+
+    // With a deployment config the env list is merged by Helm at install time (toJson,
+    // fromJsonArray): the bundle's value is still its text, the added variable is there.
+    let values = serde_json::json!({"env": [{"name": "EXTRA", "value": "{{ .Values.x }}"}]});
+    let rendered = helm(&[
+        "render",
+        chart.to_str().unwrap(),
+        "--values-json",
+        &values.to_string(),
+    ]);
+    assert!(rendered.get("error").is_none(), "Helm: {rendered}");
+    let text = rendered["manifests"]
+        ["memcached-operator/templates/olm/deployment-memcached-operator-controller-manager.yaml"]
+        .as_str()
+        .unwrap();
+    let dep = &opship_core::yaml::parse_stream(text, Path::new("deployment")).unwrap()[0].value;
+    let env = &dep["spec"]["template"]["spec"]["containers"][0]["env"];
+    assert_eq!(env[0]["value"], annotation, "{env}");
+    assert!(
+        env.as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "EXTRA" && e["value"] == "{{ .Values.x }}"),
+        "{env}"
+    );
 }
 
 /// What `render` finds at `OUTPUT/<name>` decides whether it may replace it: a regular file,
@@ -404,9 +431,12 @@ fn is_label_value(v: &str) -> bool {
                     .all(|c| c.is_ascii_alphanumeric() || b"-_.".contains(c))))
 }
 
-/// Chart names up to 63 characters (and a version with build metadata) give labels
-/// Kubernetes accepts on every rendered object: Helm's scaffold cuts `name-version` at 63
-/// characters and then only trims a `-`, which leaves a trailing `.` or `_`.
+/// The chart's objects carry exactly the labels OLM v1 gives them (the bundle's): no Helm
+/// labels are added, so no chart name can make one invalid. The `<name>.labels` helper of
+/// `_helpers.tpl`, left for templates added with `--templates`, gives labels Kubernetes
+/// accepts for chart names up to 63 characters (and a version with build metadata): Helm's
+/// scaffold cuts `name-version` at 63 characters and then only trims a `-`, which leaves a
+/// trailing `.` or `_`.
 #[test]
 fn long_chart_names_give_valid_labels() {
     let (tmp, bundle) = sample_copy();
@@ -415,6 +445,14 @@ fn long_chart_names_give_valid_labels() {
     edit_manifest(&plus.join("manifests").join(CSV), |v| {
         v["spec"]["version"] = "0.3.0+b".into();
     });
+    // An added template that labels its object with the helper.
+    let templates = tmp.path().join("templates");
+    std::fs::create_dir_all(templates.join("templates")).unwrap();
+    std::fs::write(
+        templates.join("templates/extra.yaml.hbs"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  labels:\n    \\{{- include \"{{chart.name}}.labels\" . | nindent 4 }}\n",
+    )
+    .unwrap();
     // 60 and 56 characters are the cuts at "…-0." and "…-0.3.0_".
     for (len, b) in [
         (56, &plus),
@@ -425,16 +463,22 @@ fn long_chart_names_give_valid_labels() {
     ] {
         let name = format!("m{}", "x".repeat(len - 1));
         let out = tmp.path().join(format!("charts-{len}"));
-        let r = render(b, &out, &["--name", &name]);
+        let r = render(
+            b,
+            &out,
+            &["--name", &name, "--templates", templates.to_str().unwrap()],
+        );
         assert_eq!(r.code, 0, "{len}: {}", r.stderr);
         let chart = out.join(&name);
         let rendered = helm(&["render", chart.to_str().unwrap()]);
         assert!(rendered.get("error").is_none(), "{len}: {rendered}");
         let mut labels = 0;
+        let mut helper_labels = 0;
         for (file, text) in rendered["manifests"].as_object().unwrap() {
             if file.ends_with("NOTES.txt") {
                 continue;
             }
+            let added = file.ends_with("templates/extra.yaml");
             for d in
                 opship_core::yaml::parse_stream(text.as_str().unwrap(), Path::new(file)).unwrap()
             {
@@ -445,10 +489,21 @@ fn long_chart_names_give_valid_labels() {
                 {
                     let v = v.as_str().unwrap_or_default();
                     assert!(is_label_value(v), "{len}: {file}: label {k}: `{v}`");
-                    labels += 1;
+                    if added {
+                        helper_labels += 1;
+                    } else {
+                        assert!(
+                            !k.starts_with("helm.sh/")
+                                && k != "app.kubernetes.io/instance"
+                                && v != "Helm",
+                            "{len}: {file}: the chart added label {k}: `{v}`"
+                        );
+                        labels += 1;
+                    }
                 }
             }
         }
         assert!(labels > 10, "{len}: {labels} labels");
+        assert_eq!(helper_labels, 3, "{len}: the helper's labels");
     }
 }

@@ -1,8 +1,9 @@
 //! opship-chart: Helm charts for an operator, one per released version, made from the same
-//! registry+v1 bundle that OLM installs. A chart is rendered from Handlebars templates
-//! ([`render`]), with values that default to what the bundle says ([`values`]), packaged into
-//! a byte-reproducible `.tgz` ([`package`]) and listed in a chart repository index
-//! ([`index`]). Synchronous and offline; pushing to a registry lives in opship-oci.
+//! registry+v1 bundle that OLM installs. A chart holds the objects OLM v1 installs ([`olm`]),
+//! Chart.yaml, values and notes rendered from Handlebars templates ([`render`]), the values
+//! schema ([`values`]); it is packaged into a byte-reproducible `.tgz` ([`package`]) and
+//! listed in a chart repository index ([`index`]). Synchronous and offline; pushing to a
+//! registry lives in opship-oci.
 
 pub mod error;
 pub mod index;

@@ -3,9 +3,8 @@
 //! certificate provider, with stand-ins for the namespaces; objects equal across variants are
 //! written once, the others behind Helm conditions on `watchNamespace` and `certProvider`.
 //! The deployment config (`nodeSelector`, `env`, …) is applied by a Helm helper with OLM's
-//! merge rules, since its values arrive only at install time. Not yet what `chart render`
-//! writes (its templates still come from the Handlebars set): the switch is issue 14's open
-//! part, see docs/chart.md.
+//! merge rules, since its values arrive only at install time. These are the objects of the
+//! chart `chart render` writes (docs/chart.md, "How the chart is made").
 
 use std::collections::BTreeMap;
 use std::path::Path;
