@@ -97,7 +97,7 @@ fn bundle_text_that_looks_like_helm_code_stays_text() {
             .map(|d| d.value)
             .collect()
     };
-    let crd = &docs("crds/memcacheds.cache.example.com.yaml")[0];
+    let crd = &docs("crds/cache.example.com_memcacheds.yaml")[0];
     assert_eq!(
         crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
             ["size"]["description"],

@@ -443,10 +443,17 @@ fn registry<'a>(loaded: &[Loaded], target: Target) -> Result<Handlebars<'a>> {
 
 /// The bundle object a chart file is rendered from (`CustomResourceDefinition
 /// \`x.example.com\``), for messages about that file.
-pub fn origin_of(_model: &Model, path: &str) -> Option<String> {
-    let file = path.rsplit('/').next()?.strip_suffix(".yaml")?;
+pub fn origin_of(model: &Model, path: &str) -> Option<String> {
+    let file = path.rsplit('/').next()?;
     if path.starts_with("templates/crds/") || path.starts_with("crds/") {
-        return Some(format!("CustomResourceDefinition `{file}`"));
+        let crd = model.context["crds"]
+            .as_array()?
+            .iter()
+            .find(|c| c["file"].as_str() == Some(file))?;
+        return Some(format!(
+            "CustomResourceDefinition `{}`",
+            crd["name"].as_str().unwrap_or_default()
+        ));
     }
     let rest = path.strip_prefix("templates/olm/")?;
     let (kind, name) = rest.strip_suffix(".yaml")?.split_once('-')?;
