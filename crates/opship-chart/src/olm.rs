@@ -524,14 +524,13 @@ pub fn values(bundle: &Bundle, manager: Option<&(String, String)>) -> Value {
             Value::Null
         },
     );
-    m.insert(
-        "certProvider".into(),
-        Value::String(if has_webhooks {
-            "cert-manager".into()
-        } else {
-            String::new()
-        }),
-    );
+    if has_webhooks {
+        m.insert(
+            "certProvider".into(),
+            // OLM v1's default: no provider (as `opship manifests` without --cert-provider).
+            Value::String(String::new()),
+        );
+    }
     for k in opship_install::config::DEPLOYMENT_CONFIG_KEYS {
         m.insert((*k).into(), Value::Null);
     }

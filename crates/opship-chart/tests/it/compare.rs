@@ -10,7 +10,6 @@ use std::path::Path;
 
 use opship_chart::Options;
 use opship_core::config::Environment;
-use opship_install::CertProvider;
 use serde_json::{Value, json};
 
 use crate::{environments, helm, render_to_temp};
@@ -48,23 +47,20 @@ pub fn parse_rendered(rendered: &Value, what: &str) -> Vec<Value> {
 }
 
 /// What OLM v1 installs for the bundle into `namespace` with `watch` (None: the default) and
-/// the chart's default certificate provider (cert-manager for bundles with webhooks).
+/// no certificate provider (the chart's default, as OLM v1's).
 pub fn olm_objects(
     bundle_dir: &Path,
     namespace: &str,
     watch: Option<&str>,
 ) -> opship_install::Result<Vec<Value>> {
     let bundle = opship_install::load(bundle_dir)?;
-    let webhooks = bundle.csv.value()["spec"]["webhookdefinitions"]
-        .as_array()
-        .is_some_and(|w| !w.is_empty());
     opship_install::render(
         &bundle,
         &opship_install::Options {
             install_namespace: namespace.to_owned(),
             watch_namespace: watch.map(str::to_owned),
             deployment_config: None,
-            cert_provider: webhooks.then_some(CertProvider::CertManager),
+            cert_provider: None,
         },
     )
 }

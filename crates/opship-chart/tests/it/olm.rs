@@ -1,7 +1,7 @@
 //! The chart's OLM objects through the real Helm engine equal what OLM v1 installs, for the
 //! seven scenarios of operator-controller's regression data.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use opship_core::yaml;
 use serde_json::{Value, json};
@@ -22,47 +22,6 @@ fn data() -> PathBuf {
         })
 }
 
-fn write_chart(bundle: &Path, dir: &Path) -> Value {
-    let b = opship_chart::olm::load(bundle).unwrap();
-    let files = opship_chart::olm::templates(&b, "op", None, opship_chart::CrdPlacement::Templates)
-        .unwrap();
-    for (rel, bytes) in &files {
-        let p = dir.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, bytes).unwrap();
-    }
-    std::fs::write(
-        dir.join("Chart.yaml"),
-        "apiVersion: v2\nname: op\nversion: 0.1.0\n",
-    )
-    .unwrap();
-    let values = opship_chart::olm::values(&b, None);
-    std::fs::write(
-        dir.join("values.yaml"),
-        serde_json::to_string(&values).unwrap(),
-    )
-    .unwrap();
-    values
-}
-
-fn docs(manifests: &Value) -> Vec<Value> {
-    let text = match manifests {
-        Value::String(s) => s.clone(),
-        Value::Object(m) => m
-            .values()
-            .filter_map(Value::as_str)
-            .collect::<Vec<_>>()
-            .join("\n---\n"),
-        other => panic!("unexpected manifests {other}"),
-    };
-    yaml::parse_stream(&text, Path::new("helm"))
-        .unwrap()
-        .into_iter()
-        .map(|d| d.value)
-        .filter(|v| !v.is_null())
-        .collect()
-}
-
 #[test]
 fn helm_renders_the_seven_olm_v1_scenarios() {
     let data = data();
@@ -73,10 +32,14 @@ fn helm_renders_the_seven_olm_v1_scenarios() {
     for s in doc.value.as_array().unwrap() {
         let case = s["case"].as_str().unwrap();
         let bundle = s["bundle"].as_str().unwrap();
-        let tmp = tempfile::tempdir().unwrap();
-        let chart = tmp.path().join("op");
-        write_chart(&data.join("bundles").join(bundle), &chart);
-        let mut values = json!({"certProvider": ""});
+        // The chart `chart render` writes for the bundle.
+        let (_tmp, chart, _) = crate::render_to_temp(
+            &data.join("bundles").join(bundle),
+            &opship_chart::Options::default(),
+            &Default::default(),
+        );
+        // The scenario's values only: the chart's defaults are OLM v1's.
+        let mut values = json!({});
         if let Some(w) = s.get("watchNamespace") {
             values["watchNamespace"] = w.clone();
         }
@@ -96,7 +59,7 @@ fn helm_renders_the_seven_olm_v1_scenarios() {
             failures.push(format!("{case}: helm failed: {e}"));
             continue;
         }
-        let mut got = docs(&out["manifests"]);
+        let mut got = crate::compare::parse_rendered(&out["manifests"], case);
         opship_install::sort(&mut got);
         let dir = data.join("expected-manifests").join(bundle).join(case);
         let mut names: Vec<_> = std::fs::read_dir(&dir)
