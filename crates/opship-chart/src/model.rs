@@ -1,8 +1,9 @@
-//! What a chart is made of, derived from one registry+v1 bundle: Chart.yaml metadata, the
-//! default values, and every object the templates emit (deployments from the CSV install
-//! strategy, service accounts and RBAC from `permissions`/`clusterPermissions`, CRDs, the
-//! webhook wiring and the bundle's other objects). The result is one JSON value, the context
-//! the Handlebars templates see.
+//! What a chart is made of besides OLM v1's objects (those come from [`crate::olm`]):
+//! Chart.yaml metadata from the CSV, the operator's deployment and container (which `image`
+//! and `replicas` apply to), and the Handlebars context of the remaining templates. The
+//! bundle's objects as the CSV describes them (deployments, RBAC per permission entry, CRDs,
+//! webhook wiring) are still computed here for the kustomize overlays (`overlay`), which keep
+//! the bundle's own layout.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
