@@ -147,7 +147,7 @@ pub fn templates(
         } else {
             format!("{{{{- include \"{name}.checkInstallMode\" . }}}}\n{body}")
         };
-        files.insert(file, text.into_bytes());
+        files.insert(unique_path(&files, &file), text.into_bytes());
     }
     files.insert(
         "templates/_olm.tpl".into(),
@@ -183,6 +183,19 @@ fn manager_container(bundle: &Bundle) -> Option<(String, String)> {
 
 fn array(v: &Value) -> &[Value] {
     v.as_array().map(Vec::as_slice).unwrap_or_default()
+}
+
+/// `path`, or with `-2`, `-3`, … before `.yaml` when taken: two names can become the same
+/// file name once made safe (`a:b` and `a_b`), and neither may replace the other.
+fn unique_path(files: &Files, path: &str) -> String {
+    if !files.contains_key(path) {
+        return path.to_owned();
+    }
+    let stem = path.strip_suffix(".yaml").unwrap_or(path);
+    (2..)
+        .map(|n| format!("{stem}-{n}.yaml"))
+        .find(|p| !files.contains_key(p))
+        .unwrap_or_default()
 }
 
 fn go_quote(s: &str) -> String {
@@ -317,7 +330,8 @@ fn crd_file(
                 "this CRD has a conversion webhook, whose Service is in the release namespace; Helm does not template crds/, so put CRDs in templates (--crds templates)",
             ));
         }
-        files.insert(format!("crds/{file}"), text.into_bytes());
+        let path = unique_path(files, &format!("crds/{file}"));
+        files.insert(path, text.into_bytes());
         return Ok(());
     }
     let texts = by_variant
@@ -325,8 +339,9 @@ fn crd_file(
         .map(|(v, o)| Ok((v.clone(), crd_text(o, name)?)))
         .collect::<Result<BTreeMap<_, _>>>()?;
     let body = conditional(&texts, variants, name);
+    let path = unique_path(files, &format!("templates/crds/{file}"));
     files.insert(
-        format!("templates/crds/{file}"),
+        path,
         format!(
             "{{{{- if .Values.crd.enabled }}}}\n{{{{- include \"{name}.checkInstallMode\" . }}}}\n{body}{{{{- end }}}}\n"
         )
@@ -562,4 +577,28 @@ pub fn values(bundle: &Bundle, manager: Option<&(String, String)>) -> Value {
         );
     }
     Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_never_collide() {
+        let mut files = Files::new();
+        files.insert("templates/olm/configmap-a_b.yaml".into(), Vec::new());
+        assert_eq!(
+            unique_path(&files, "templates/olm/configmap-a_b.yaml"),
+            "templates/olm/configmap-a_b-2.yaml"
+        );
+        files.insert("templates/olm/configmap-a_b-2.yaml".into(), Vec::new());
+        assert_eq!(
+            unique_path(&files, "templates/olm/configmap-a_b.yaml"),
+            "templates/olm/configmap-a_b-3.yaml"
+        );
+        assert_eq!(
+            unique_path(&files, "templates/olm/x.yaml"),
+            "templates/olm/x.yaml"
+        );
+    }
 }
