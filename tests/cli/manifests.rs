@@ -142,7 +142,7 @@ fn webhooks_without_cert_provider_warn_and_with_one_get_certificates() {
 }
 
 #[test]
-fn a_layout_image_renders_like_its_directory() {
+fn layout_and_registry_images_render_like_their_directory() {
     let tmp = tempfile::tempdir().unwrap();
     let s = &scenarios()[1]; // single-namespace
     let bundle = data().join("bundles").join(s["bundle"].as_str().unwrap());
@@ -162,6 +162,29 @@ fn a_layout_image_renders_like_its_directory() {
         .args(["-n", "argocd-system", "--watch-namespace", "argocd-watch"]));
     assert_eq!(from_image.code, 0, "{}", from_image.stderr);
     assert_eq!(from_image.stdout, from_dir.stdout);
+
+    // The same image pushed to a registry (docker-registry on 127.0.0.1), by reference.
+    let reg = crate::support_registry::TestRegistry::start(None);
+    let home = tmp.path().join("home");
+    let target = format!("{}/argocd-operator-bundle:v0.6.0", reg.addr);
+    let r = run(crate::support_registry::isolated(&home)
+        .arg("push")
+        .arg(format!("{}:v1", layout.display()))
+        .arg(&target));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let from_registry = run(crate::support_registry::isolated(&home)
+        .arg("manifests")
+        .arg(&target)
+        .args(["-n", "argocd-system", "--watch-namespace", "argocd-watch"]));
+    assert_eq!(from_registry.code, 0, "{}", from_registry.stderr);
+    assert_eq!(from_registry.stdout, from_dir.stdout);
+    // A tag the registry lacks: exit 2 with the registry's answer.
+    let r = run(crate::support_registry::isolated(&home)
+        .arg("manifests")
+        .arg(format!("{}/argocd-operator-bundle:nope", reg.addr))
+        .args(["-n", "argocd-system"]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("nope"), "{}", r.stderr);
     // A tag the layout lacks: exit 2, named by the argument.
     let r = run(opship()
         .arg("manifests")

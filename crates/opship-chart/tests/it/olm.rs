@@ -110,3 +110,55 @@ fn helm_renders_the_seven_olm_v1_scenarios() {
     eprintln!("Helm render = OLM v1: {same}/7");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The webhook bundle with each certificate provider: Helm's render of the chart equals what
+/// OLM v1 installs with that provider (Issuer and Certificate, or OpenShift's annotations; the
+/// certificate volumes on the webhook deployment; CA injection on webhooks and the converted
+/// CRD).
+#[test]
+fn helm_renders_each_certificate_provider_as_olm_v1() {
+    let bundle_dir = data().join("bundles/webhook-operator.v0.0.5");
+    let (_tmp, chart, _) = crate::render_to_temp(
+        &bundle_dir,
+        &opship_chart::Options::default(),
+        &Default::default(),
+    );
+    let bundle = opship_install::load(&bundle_dir).unwrap();
+    for provider in [
+        opship_install::CertProvider::CertManager,
+        opship_install::CertProvider::OpenShiftServiceCa,
+    ] {
+        let values = json!({"certProvider": provider.as_str()});
+        let out = helm(&[
+            "render",
+            chart.to_str().unwrap(),
+            "--values-json",
+            &values.to_string(),
+            "--namespace",
+            "webhook-system",
+        ]);
+        let got = crate::compare::parse_rendered(&out["manifests"], provider.as_str());
+        let want = opship_install::render(
+            &bundle,
+            &opship_install::Options {
+                install_namespace: "webhook-system".into(),
+                watch_namespace: None,
+                deployment_config: None,
+                cert_provider: Some(provider),
+            },
+        )
+        .unwrap();
+        assert!(
+            got == want,
+            "{}: {}",
+            provider.as_str(),
+            crate::compare::first_difference(&got, &want)
+        );
+        let kinds: Vec<&str> = want.iter().filter_map(|o| o["kind"].as_str()).collect();
+        assert_eq!(
+            kinds.contains(&"Certificate"),
+            provider == opship_install::CertProvider::CertManager,
+            "{kinds:?}"
+        );
+    }
+}
