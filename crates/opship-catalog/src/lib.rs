@@ -6,7 +6,8 @@ pub mod add;
 pub mod build;
 pub mod csvmeta;
 pub mod error;
-pub mod gojson;
+/// Go's encoding/json text, shared with the rest of opship (`opship_core::gojson`).
+pub use opship_core::gojson;
 pub mod graph;
 pub mod load;
 pub mod model;

@@ -6,6 +6,7 @@ pub mod bundle;
 pub mod config;
 pub mod error;
 pub mod fsutil;
+pub mod gojson;
 pub mod image;
 pub mod input;
 pub mod manifest;

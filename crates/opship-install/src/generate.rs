@@ -126,13 +126,6 @@ fn permissions(csv: &Object, ptr: &str) -> Result<Vec<Permission>> {
     Ok(out)
 }
 
-fn rules_value(rules: &Option<Vec<Rule>>) -> Value {
-    match rules {
-        None => Value::Null,
-        Some(r) => Value::Array(r.iter().map(Rule::to_value).collect()),
-    }
-}
-
 fn meta(name: &str, namespace: Option<&str>) -> Value {
     let mut m = Map::new();
     m.insert("name".into(), json!(name));
@@ -310,7 +303,7 @@ pub fn generate(b: &Bundle, opts: &Options, watch: &str) -> Result<Vec<Value>> {
                 );
                 objs.push(json!({
                     "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-                    "metadata": meta(&name, Some(target)), "rules": rules_value(&p.rules),
+                    "metadata": meta(&name, Some(target)), "rules": name::rules_value(p.rules.as_deref()),
                 }));
                 objs.push(json!({
                     "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
@@ -341,7 +334,7 @@ pub fn generate(b: &Bundle, opts: &Options, watch: &str) -> Result<Vec<Value>> {
         );
         objs.push(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": meta(&name, None), "rules": rules_value(&p.rules),
+            "metadata": meta(&name, None), "rules": name::rules_value(p.rules.as_deref()),
         }));
         objs.push(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
@@ -633,7 +626,9 @@ pub fn generate(b: &Bundle, opts: &Options, watch: &str) -> Result<Vec<Value>> {
 /// `[]property.Property` (`{"type":…,"value":…}`; the file's values with sorted keys, as
 /// `sigs.k8s.io/yaml` hands them over).
 fn olm_properties(b: &Bundle, annotations: &Map<String, Value>, file: &[Value]) -> Result<String> {
-    let mut all: Vec<(Value, Value)> = Vec::new();
+    // `property.Property`: `type` (a string) then `value` (raw JSON), in that order.
+    let property = |p: &Value| json!({"type": check::str_of(&p["type"]), "value": p.get("value").cloned().unwrap_or(Value::Null)});
+    let mut all: Vec<Value> = Vec::new();
     if let Some(Value::String(existing)) = annotations.get("olm.properties") {
         let parsed: Value = serde_json::from_str(existing).map_err(|e| {
             Error::bundle(
@@ -641,36 +636,19 @@ fn olm_properties(b: &Bundle, annotations: &Map<String, Value>, file: &[Value]) 
                 format!("failed to unmarshal csv.metadata.annotations['olm.properties']: {e}"),
             )
         })?;
-        for p in array(&parsed) {
-            all.push((
-                p["type"].clone(),
-                p.get("value").cloned().unwrap_or(Value::Null),
-            ));
-        }
+        all.extend(array(&parsed).iter().map(property));
     }
-    for p in file {
-        let sorted = opship_core::yaml::sorted(p);
-        all.push((
-            sorted["type"].clone(),
-            sorted.get("value").cloned().unwrap_or(Value::Null),
-        ));
-    }
+    all.extend(
+        file.iter()
+            .map(|p| property(&opship_core::gojson::sorted(p))),
+    );
     if all.is_empty() && !annotations.contains_key("olm.properties") {
         return Ok("null".into());
     }
-    let mut out = String::from("[");
-    for (i, (ty, value)) in all.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str("{\"type\":");
-        name::go_string(&mut out, check::str_of(ty));
-        out.push_str(",\"value\":");
-        name::go_json(&mut out, value);
-        out.push('}');
-    }
-    out.push(']');
-    Ok(out)
+    Ok(opship_core::gojson::to_string(
+        &Value::Array(all),
+        opship_core::gojson::MARSHAL,
+    ))
 }
 
 trait TrimOnce {

@@ -3,6 +3,7 @@
 //! must come out byte for byte as operator-controller's, since a chart and a cluster managed
 //! by OLM v1 must not disagree on which Role is which.
 
+use opship_core::gojson;
 use serde_json::Value;
 use sha2::{Digest, Sha224};
 
@@ -29,26 +30,24 @@ pub fn for_base_and_suffix(base: &str, suffix: &str) -> String {
 /// The name of the Role/ClusterRole (and binding) for one permission entry.
 /// `rules` is `None` when the CSV entry has no `rules` (Go writes `null`).
 pub fn for_permission(base: &str, service_account: &str, rules: Option<&[Rule]>) -> String {
-    let mut json = String::new();
-    json.push_str("{\"serviceAccountName\":");
-    go_string(&mut json, service_account);
-    json.push_str(",\"rules\":");
-    match rules {
-        None => json.push_str("null"),
-        Some(rules) => {
-            json.push('[');
-            for (i, r) in rules.iter().enumerate() {
-                if i > 0 {
-                    json.push(',');
-                }
-                r.write_go_json(&mut json);
-            }
-            json.push(']');
-        }
-    }
-    json.push_str("}\n");
+    // `StrategyDeploymentPermissions` in Go's field order, as `json.Encoder` writes it (with
+    // its trailing newline).
+    let entry = serde_json::json!({
+        "serviceAccountName": service_account,
+        "rules": rules_value(rules),
+    });
+    let mut json = gojson::to_string(&entry, gojson::MARSHAL);
+    json.push('\n');
     let digest = Sha224::digest(json.as_bytes());
     for_base_and_suffix(base, &base36(&digest))
+}
+
+/// Rules as a Kubernetes object field (`rules` of a Role), `null` for a nil list.
+pub fn rules_value(rules: Option<&[Rule]>) -> Value {
+    match rules {
+        None => Value::Null,
+        Some(r) => Value::Array(r.iter().map(Rule::to_value).collect()),
+    }
 }
 
 /// One RBAC policy rule as Go's `rbacv1.PolicyRule` holds it: `None` is a nil slice (absent
@@ -100,96 +99,6 @@ impl Rule {
         }
         Value::Object(m)
     }
-
-    fn write_go_json(&self, out: &mut String) {
-        out.push_str("{\"verbs\":");
-        match &self.verbs {
-            None => out.push_str("null"),
-            Some(v) => go_list(out, v),
-        }
-        for (key, field) in [
-            ("apiGroups", &self.api_groups),
-            ("resources", &self.resources),
-            ("resourceNames", &self.resource_names),
-            ("nonResourceURLs", &self.non_resource_urls),
-        ] {
-            if let Some(v) = field.as_ref().filter(|v| !v.is_empty()) {
-                out.push_str(",\"");
-                out.push_str(key);
-                out.push_str("\":");
-                go_list(out, v);
-            }
-        }
-        out.push('}');
-    }
-}
-
-fn go_list(out: &mut String, items: &[String]) {
-    out.push('[');
-    for (i, s) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        go_string(out, s);
-    }
-    out.push(']');
-}
-
-/// A string as Go's encoding/json writes it with HTML escaping on (the `json.Encoder`
-/// default): `<`, `>`, `&`, U+2028 and U+2029 as `\u` escapes, the short escapes Go 1.22+ uses
-/// for control characters, `\u00XX` for the other ones.
-pub fn go_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32));
-            }
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-/// A value as Go's `json.Marshal` writes it, compact and HTML-escaped; mappings in the order
-/// given (callers sort them where Go would have a Go map).
-pub fn go_json(out: &mut String, v: &Value) {
-    match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&n.to_string()),
-        Value::String(s) => go_string(out, s),
-        Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                go_json(out, x);
-            }
-            out.push(']');
-        }
-        Value::Object(m) => {
-            out.push('{');
-            for (i, (k, x)) in m.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                go_string(out, k);
-                out.push(':');
-                go_json(out, x);
-            }
-            out.push('}');
-        }
-    }
 }
 
 /// Big-endian bytes as a base-36 number in lower case, without leading zeros (Go's
@@ -229,13 +138,6 @@ mod tests {
         assert_eq!(base36(&[35]), "z");
         assert_eq!(base36(&[36]), "10");
         assert_eq!(base36(&[1, 0]), "74");
-    }
-
-    #[test]
-    fn go_strings_escape_html() {
-        let mut s = String::new();
-        go_string(&mut s, "a<b>&\u{1}\n");
-        assert_eq!(s, "\"a\\u003cb\\u003e\\u0026\\u0001\\n\"");
     }
 
     #[test]

@@ -6,32 +6,11 @@
 
 use std::collections::BTreeMap;
 
+use opship_core::gojson::write_str;
 use opship_core::image::oci::Digest;
 
 /// `critical.type` of every cosign image signature.
 pub const TYPE: &str = "cosign container image signature";
-
-/// Appends `s` as a JSON string the way Go's `encoding/json` does (HTML-safe escaping).
-fn go_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", u32::from(c)));
-            }
-            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
 
 /// The payload for `digest` with identity `docker_reference` (cosign: the repository,
 /// `registry/path`, no tag) and the `-a key=value` annotations (`optional`; `null` when none).
@@ -42,11 +21,11 @@ pub fn build(
 ) -> Vec<u8> {
     let mut s = String::with_capacity(256);
     s.push_str(r#"{"critical":{"identity":{"docker-reference":"#);
-    go_string(&mut s, docker_reference);
+    write_str(&mut s, docker_reference, true);
     s.push_str(r#"},"image":{"docker-manifest-digest":"#);
-    go_string(&mut s, digest.as_str());
+    write_str(&mut s, digest.as_str(), true);
     s.push_str(r#"},"type":"#);
-    go_string(&mut s, TYPE);
+    write_str(&mut s, TYPE, true);
     s.push_str(r#"},"optional":"#);
     if optional.is_empty() {
         s.push_str("null");
@@ -56,9 +35,9 @@ pub fn build(
             if i > 0 {
                 s.push(',');
             }
-            go_string(&mut s, k);
+            write_str(&mut s, k, true);
             s.push(':');
-            go_string(&mut s, v);
+            write_str(&mut s, v, true);
         }
         s.push('}');
     }

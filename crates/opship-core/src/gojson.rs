@@ -1,4 +1,5 @@
-//! JSON text exactly as Go's `encoding/json` writes it: what opm's output is made of. Object
+//! JSON text exactly as Go's `encoding/json` writes it: what opm's output is made of, what
+//! cosign signs, what OLM v1 hashes into generated names. Object
 //! keys keep the order of the map they come from (opm's struct field order or a raw message's
 //! order), strings are escaped as Go escapes them, numbers are printed as Go prints float64 and
 //! int64, and indentation follows `json.Encoder.SetIndent("", "    ")`.
@@ -175,20 +176,7 @@ pub fn write_str(out: &mut String, s: &str, escape_html: bool) {
 
 /// The value with every object's keys sorted, as Go's `json.Marshal` of a map writes them.
 pub fn sorted(value: &Value) -> Value {
-    match value {
-        Value::Object(m) => {
-            let mut entries: Vec<(&String, &Value)> = m.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            Value::Object(
-                entries
-                    .into_iter()
-                    .map(|(k, v)| (k.clone(), sorted(v)))
-                    .collect(),
-            )
-        }
-        Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
-        other => other.clone(),
-    }
+    crate::yaml::sorted(value)
 }
 
 #[cfg(test)]
