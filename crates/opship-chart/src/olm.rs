@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use opship_install::check::array;
 use opship_install::{Bundle, CertProvider, Options};
 use serde_json::Value;
 
@@ -179,10 +180,6 @@ fn manager_container(bundle: &Bundle) -> Option<(String, String)> {
         .and_then(|i| find(&|c| c["image"].as_str() == Some(i)))
         .or_else(|| find(&|c| c["name"] == "manager"))
         .or_else(|| find(&|_| true))
-}
-
-fn array(v: &Value) -> &[Value] {
-    v.as_array().map(Vec::as_slice).unwrap_or_default()
 }
 
 /// `path`, or with `-2`, `-3`, … before `.yaml` when taken: two names can become the same
@@ -394,14 +391,8 @@ fn crd_text(crd: &Value, name: &str) -> Result<String> {
 /// `_olm.tpl`: the watch namespace and install-mode check, the certificate provider, and the
 /// deployment config applied with OLM v1's rules.
 fn helpers(name: &str, modes: &std::collections::BTreeSet<String>) -> String {
-    let list = format!(
-        "[{}]",
-        modes
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
+    // The same list as `opship manifests` prints, so the two refusals read alike.
+    let list = opship_install::check::mode_list(modes);
     let all = modes.contains("AllNamespaces");
     let own = modes.contains("OwnNamespace");
     let single = modes.contains("SingleNamespace");

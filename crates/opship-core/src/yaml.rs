@@ -520,6 +520,18 @@ fn ser_options() -> serde_saphyr::SerializerOptions {
     o
 }
 
+/// What a value is, for messages (`must be a string, not a list`).
+pub fn kind_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
 /// The value with every mapping's keys in sorted order.
 pub fn sorted(value: &Value) -> Value {
     match value {

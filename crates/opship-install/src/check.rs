@@ -44,11 +44,13 @@ pub fn supported_kind(kind: &str) -> Option<bool> {
         .map(|(_, namespaced)| *namespaced)
 }
 
-pub(crate) fn str_of(v: &Value) -> &str {
+/// The string at `v`, `""` when it is not one.
+pub fn str_of(v: &Value) -> &str {
     v.as_str().unwrap_or_default()
 }
 
-pub(crate) fn array(v: &Value) -> &[Value] {
+/// The list at `v`, empty when it is not one.
+pub fn array(v: &Value) -> &[Value] {
     v.as_array().map(Vec::as_slice).unwrap_or_default()
 }
 
@@ -193,7 +195,8 @@ pub fn check(csv: &Object, objects: &[Object], package: Option<&str>) -> Vec<Pro
     out
 }
 
-fn mode_list(modes: &BTreeSet<String>) -> String {
+/// Install modes as operator-controller prints them in its messages: `[AllNamespaces OwnNamespace]`.
+pub fn mode_list(modes: &BTreeSet<String>) -> String {
     format!(
         "[{}]",
         modes

@@ -135,7 +135,7 @@ impl InlineConfig {
                             doc.origin(&ptr),
                             format!(
                                 "`watchNamespace` must be a string, not {}",
-                                type_name(other)
+                                yaml::kind_name(other)
                             ),
                         ));
                     }
@@ -287,22 +287,11 @@ const AFFINITY: Shape = Shape::Object(
     &[],
 );
 
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a mapping",
-    }
-}
-
 fn check_shape(doc: &Document, ptr: &str, what: &str, v: &Value, shape: Shape) -> Result<()> {
     let wrong = |expected: &str| {
         Err(Error::config(
             doc.origin(ptr),
-            format!("`{what}` must be {expected}, not {}", type_name(v)),
+            format!("`{what}` must be {expected}, not {}", yaml::kind_name(v)),
         ))
     };
     match shape {
@@ -424,7 +413,7 @@ impl DeploymentConfig {
                     doc.origin(ptr),
                     format!(
                         "`deploymentConfig` must be a mapping, not {}",
-                        type_name(&other)
+                        yaml::kind_name(&other)
                     ),
                 ));
             }

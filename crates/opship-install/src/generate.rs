@@ -168,14 +168,7 @@ pub fn install_mode(install_namespace: &str, watch: &str) -> &'static str {
 /// wording.
 pub fn check_install_mode(csv: &Object, install_namespace: &str, watch: &str) -> Result<()> {
     let modes = check::supported_modes(csv.value());
-    let list = format!(
-        "[{}]",
-        modes
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
+    let list = check::mode_list(&modes);
     let fail = |what: String| {
         Err(Error::InstallMode {
             csv: csv.name().to_owned(),

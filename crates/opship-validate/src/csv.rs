@@ -538,7 +538,7 @@ impl<'a> Ctx<'a> {
                         &ptr,
                         format!(
                             "{key} must be a JSON list of objects, not {}",
-                            json_kind(other)
+                            opship_core::yaml::kind_name(other)
                         ),
                     );
                     return;
@@ -573,7 +573,10 @@ impl<'a> Ctx<'a> {
                         self.push(
                             &CSV012,
                             &ptr,
-                            format!("{key} entry {i} is {}, not an object", json_kind(item)),
+                            format!(
+                                "{key} entry {i} is {}, not an object",
+                                opship_core::yaml::kind_name(item)
+                            ),
                         );
                         return;
                     }
@@ -776,7 +779,10 @@ impl<'a> Ctx<'a> {
             if let Some(other) = self.v()["spec"].get("release")
                 && !other.is_null()
             {
-                let msg = format!("spec.release must be a string, not {}", json_kind(other));
+                let msg = format!(
+                    "spec.release must be a string, not {}",
+                    opship_core::yaml::kind_name(other)
+                );
                 self.push(&CSV019, "/spec/release", msg);
             }
             return;
@@ -845,7 +851,7 @@ impl Ty {
         };
         Some(format!(
             "is {}, but must be {want}{}",
-            json_kind(v),
+            opship_core::yaml::kind_name(v),
             if matches!(self, Ty::Str) && (v.is_number() || v.is_boolean()) {
                 " (quote it)"
             } else {
@@ -871,17 +877,6 @@ fn pointer_to_path(ptr: &str) -> String {
         }
     }
     out
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a mapping",
-    }
 }
 
 /// Whether a value decodes to Go's zero value for a struct: absent, null or an empty mapping
