@@ -36,7 +36,10 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
             return Err("no manifests: pass --input (a file, a directory or - for stdin) or set `manifests` in opship.yaml".into());
         }
     };
-    let objects = manifest::load(&source)?;
+    let placeholder = project
+        .and_then(|p| p.config.operator.as_ref())
+        .map(|o| o.placeholder().to_owned());
+    let objects = manifest::load_with(&source, placeholder.as_deref())?;
 
     let base_path = args
         .base_csv

@@ -9,6 +9,8 @@ pub mod fsutil;
 pub mod gojson;
 pub mod image;
 pub mod input;
+pub mod kustomize;
+pub mod makefile;
 pub mod manifest;
 pub mod naming;
 pub mod output;

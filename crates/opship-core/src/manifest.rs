@@ -173,9 +173,22 @@ impl Source {
     }
 }
 
-/// Loads every object from a source. Directories are walked recursively in sorted path order
-/// (so the result does not depend on the file system), reading `*.yaml`, `*.yml` and `*.json`
-/// and skipping `kustomization.yaml` and hidden entries.
+/// Loads every object from a source, building a directory that is a kustomization root with
+/// kustomize (see [`crate::kustomize`]); `placeholder` is the operator image's placeholder,
+/// which the build then keeps in place of any image the kustomizations map it to.
+pub fn load_with(source: &Source, placeholder: Option<&str>) -> Result<Vec<Object>> {
+    if let Source::Path(p) = source
+        && p.is_dir()
+        && crate::kustomize::kustomization_file(p).is_some()
+    {
+        return crate::kustomize::build(p, placeholder);
+    }
+    load(source)
+}
+
+/// Loads every object from a source, as files. Directories are walked recursively in sorted
+/// path order (so the result does not depend on the file system), reading `*.yaml`, `*.yml`
+/// and `*.json` and skipping `kustomization.yaml` and hidden entries.
 pub fn load(source: &Source) -> Result<Vec<Object>> {
     match source {
         Source::Stdin => {
