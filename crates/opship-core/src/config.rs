@@ -19,7 +19,7 @@ pub const DEFAULT_FILE: &str = "opship.yaml";
 pub struct Config {
     /// OLM package name (a DNS-1123 label).
     pub package: String,
-    /// Channels a new bundle is published to (default: `stable`).
+    /// Channels a new bundle is published to (default: `alpha`, operator-sdk's).
     #[serde(default)]
     pub channels: Vec<String>,
     /// Default channel of the package.
@@ -292,9 +292,10 @@ pub fn starter(package: &str) -> String {
 # OLM package name (DNS-1123 label).
 package: {package}
 
-# Channels new bundles go to, and the package's default channel.
-channels: [stable]
-defaultChannel: stable
+# Channels new bundles go to (`alpha` when unset, operator-sdk's default), and the package's
+# default channel (none when unset, as with operator-sdk without --default-channel).
+channels: [alpha]
+#defaultChannel: alpha
 
 # The operator image. Containers whose image is the placeholder (kubebuilder's `controller`)
 # get `<image>:<tag>` at generation; `{{version}}` in the tag is the release version.
@@ -360,6 +361,9 @@ mod tests {
             "quay.io/example/demo-operator:v1.2.3"
         );
         assert_eq!(c.releases.len(), 1);
+        // operator-sdk's defaults.
+        assert_eq!(c.channels, ["alpha"]);
+        assert_eq!(c.default_channel, None);
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub struct Options {
     pub package: String,
     /// The release version.
     pub version: semver::Version,
-    /// Channels (default `stable`).
+    /// Channels (default `alpha`, operator-sdk's).
     pub channels: Vec<String>,
     /// Default channel.
     pub default_channel: Option<String>,
@@ -150,7 +150,8 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
         )));
     }
     let channels = if opts.channels.is_empty() {
-        vec!["stable".to_owned()]
+        // operator-sdk's default, so a bundle made without channels lands where it would.
+        vec!["alpha".to_owned()]
     } else {
         opts.channels.clone()
     };

@@ -298,6 +298,21 @@ fn builder_and_project_layout_annotations_are_not_kept() {
 }
 
 #[test]
+fn channels_default_to_alpha() {
+    let mut o = opts();
+    o.channels = vec![];
+    o.default_channel = None;
+    let b = generate("", o);
+    assert_eq!(b.metadata.channels, ["alpha"]);
+    let ann = String::from_utf8(b.files["metadata/annotations.yaml"].clone()).unwrap();
+    assert!(
+        ann.contains("operators.operatorframework.io.bundle.channels.v1: alpha\n"),
+        "{ann}"
+    );
+    assert!(!ann.contains("channel.default.v1"), "{ann}");
+}
+
+#[test]
 fn webhook_definitions_are_sorted_by_generate_name_and_have_only_known_fields() {
     let extra = r#"
 apiVersion: v1
