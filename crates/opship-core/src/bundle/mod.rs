@@ -33,7 +33,7 @@ pub struct Options {
     pub version: semver::Version,
     /// Channels (default `alpha`, operator-sdk's).
     pub channels: Vec<String>,
-    /// Default channel.
+    /// Default channel; none (and no annotation) when `None` or empty.
     pub default_channel: Option<String>,
     /// `spec.replaces`: a CSV name or a version of this package.
     pub replaces: Option<String>,
@@ -187,8 +187,10 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
     {
         return Err(Error::Input(format!("--skip-range {p} (rule CSV020)")));
     }
+    // An empty default channel is none: `channel.default.v1: ""` would name no channel.
+    let default_channel = opts.default_channel.clone().filter(|d| !d.is_empty());
     let mut warnings = Vec::new();
-    if let Some(d) = &opts.default_channel
+    if let Some(d) = &default_channel
         && !channels.contains(d)
     {
         // Legal (another bundle of the package may define that channel), but often a typo.
@@ -383,7 +385,7 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
     let metadata = Metadata {
         package: opts.package.clone(),
         channels,
-        default_channel: opts.default_channel.clone(),
+        default_channel,
         scorecard: c.scorecard.is_some(),
         labels: opts.labels.clone(),
     };
