@@ -571,8 +571,9 @@ pub struct BundleArgs {
     /// Base ClusterServiceVersion (default: `csvBase` from the config).
     #[arg(long, value_name = "FILE")]
     pub base_csv: Option<PathBuf>,
-    /// Release version (strict semver, no leading `v`).
-    #[arg(long, short = 'V', required_unless_present = "all")]
+    /// Release version (strict semver, no leading `v`; default: `spec.version` of the base
+    /// CSV, as operator-sdk takes it).
+    #[arg(long, short = 'V')]
     pub version: Option<String>,
     /// Generate every release listed in the config.
     #[arg(long, conflicts_with_all = ["version", "output_dir", "replaces", "skips", "skip_range", "created_at"])]
@@ -580,11 +581,13 @@ pub struct BundleArgs {
     /// OLM package name (default: `package` from the config).
     #[arg(long)]
     pub package: Option<String>,
-    /// Channels, comma-separated.
+    /// Channels, comma-separated (default: the release's or the config's `channels`, else
+    /// alpha).
     #[arg(long, value_delimiter = ',')]
     pub channels: Option<Vec<String>>,
-    /// Default channel.
-    #[arg(long)]
+    /// Default channel (default: `defaultChannel` from the config; `""` for none, over the
+    /// config's).
+    #[arg(long, value_name = "CHANNEL")]
     pub default_channel: Option<String>,
     /// `spec.replaces`: the version (or CSV name) this release upgrades from.
     #[arg(long)]
@@ -598,9 +601,15 @@ pub struct BundleArgs {
     /// Service accounts whose RBAC is folded into the CSV besides the deployments' own.
     #[arg(long, value_delimiter = ',')]
     pub extra_service_accounts: Option<Vec<String>>,
-    /// Drop objects of this kind instead of refusing them (repeatable; default: Namespace).
+    /// Also drop objects of this kind instead of refusing them (repeatable; added to
+    /// `excludeKinds` from the config, or to the default list, Namespace).
     #[arg(long, value_name = "KIND")]
     pub exclude_kind: Vec<String>,
+    /// The operator image, for containers whose image is the placeholder (over `operator.image`
+    /// and `operator.tag` from the config; without a tag, the config's tag pattern or
+    /// `v{version}`; placeholder: the config's, else `controller`).
+    #[arg(long, value_name = "REPO[:TAG]")]
+    pub operator_image: Option<String>,
     /// Extra bundle label/annotation `key=value` (repeatable; added to the config's).
     #[arg(long, value_name = "KEY=VALUE")]
     pub label: Vec<String>,

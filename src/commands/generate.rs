@@ -5,26 +5,19 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use opship_core::bundle::{self, Inputs, Options};
-use opship_core::config::Project;
+use opship_core::config::{OperatorImage, Project};
 use opship_core::manifest::{self, Object, Source};
 
 use super::{CmdError, ExitStatus};
 use crate::cli::BundleArgs;
 
 pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus, CmdError> {
-    let versions: Vec<String> = if args.all {
+    if args.all {
         let p = project.ok_or("--all needs a project config listing `releases` (pass --config)")?;
         if p.config.releases.is_empty() {
             return Err(format!("{} lists no `releases`", p.path.display()).into());
         }
-        p.config
-            .releases
-            .iter()
-            .map(|r| r.version.clone())
-            .collect()
-    } else {
-        vec![args.version.clone().ok_or("--version is required")?]
-    };
+    }
 
     let source = match (
         &args.input,
@@ -56,6 +49,24 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
         .or_else(|| project.map(|p| p.config.package.clone()))
         .ok_or("no package name: pass --package or set `package` in opship.yaml")?;
 
+    let versions: Vec<String> = match (args.all, &args.version, project) {
+        (true, _, Some(p)) => p
+            .config
+            .releases
+            .iter()
+            .map(|r| r.version.clone())
+            .collect(),
+        (_, Some(v), _) => vec![v.clone()],
+        // As operator-sdk: the version of the base CSV generation starts from.
+        _ => {
+            let inputs = Inputs {
+                objects: objects.clone(),
+                base_csv: base_csv.clone(),
+            };
+            vec![bundle::base_version(&inputs, &package)?.to_string()]
+        }
+    };
+
     let mut labels: BTreeMap<String, String> =
         project.map(|p| p.config.labels.clone()).unwrap_or_default();
     for l in &args.label {
@@ -64,13 +75,27 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
             .ok_or_else(|| format!("--label `{l}` is not KEY=VALUE"))?;
         labels.insert(k.to_owned(), v.to_owned());
     }
-    let exclude_kinds = if !args.exclude_kind.is_empty() {
-        args.exclude_kind.clone()
-    } else {
-        project
-            .and_then(|p| p.config.exclude_kinds.clone())
-            .unwrap_or_else(|| vec!["Namespace".to_owned()])
+    // The flag adds to the list: replacing it would make `--exclude-kind Job` refuse the
+    // Namespace every kubebuilder project emits.
+    let mut exclude_kinds = project
+        .and_then(|p| p.config.exclude_kinds.clone())
+        .unwrap_or_else(|| vec!["Namespace".to_owned()]);
+    for k in &args.exclude_kind {
+        if !exclude_kinds.contains(k) {
+            exclude_kinds.push(k.clone());
+        }
+    }
+    let config_operator = project.and_then(|p| p.config.operator.as_ref());
+    let operator = match &args.operator_image {
+        Some(arg) => Some(OperatorImage::from_flag(arg, config_operator)?),
+        None => config_operator.cloned(),
     };
+    // `--default-channel ""` is "no default channel", over the config's.
+    let default_channel = match &args.default_channel {
+        Some(d) => Some(d.clone()),
+        None => project.and_then(|p| p.config.default_channel.clone()),
+    }
+    .filter(|d| !d.is_empty());
     let source_date = std::env::var("SOURCE_DATE_EPOCH")
         .ok()
         .filter(|s| !s.is_empty())
@@ -97,10 +122,7 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
                 .or_else(|| release.and_then(|r| r.channels.clone()))
                 .or_else(|| project.map(|p| p.config.channels.clone()))
                 .unwrap_or_default(),
-            default_channel: args
-                .default_channel
-                .clone()
-                .or_else(|| project.and_then(|p| p.config.default_channel.clone())),
+            default_channel: default_channel.clone(),
             replaces: args
                 .replaces
                 .clone()
@@ -126,8 +148,8 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
                 .unwrap_or_default(),
             exclude_kinds: exclude_kinds.clone(),
             labels: labels.clone(),
-            operator_image: project
-                .and_then(|p| p.config.operator.as_ref())
+            operator_image: operator
+                .as_ref()
                 .map(|o| (o.placeholder().to_owned(), o.reference(version))),
         };
         let out_dir: PathBuf = match (&args.output_dir, project) {

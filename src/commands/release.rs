@@ -1131,14 +1131,15 @@ impl Context {
             .map_err(|e| format!("looking up {reference}: {e}").into())
     }
 
-    /// Channels of the release: its own, else the project's, else `stable`.
+    /// Channels of the release: its own, else the project's, else `alpha`, as the bundle's
+    /// (`generate bundle` gives the same default).
     fn channels(&self) -> Vec<String> {
         self.project
             .release(&self.version)
             .and_then(|r| r.channels.clone())
             .filter(|c| !c.is_empty())
             .or_else(|| Some(self.project.config.channels.clone()).filter(|c| !c.is_empty()))
-            .unwrap_or_else(|| vec!["stable".to_owned()])
+            .unwrap_or_else(|| vec!["alpha".to_owned()])
     }
 
     /// Writes `.opship/cosign.{key,pub,password}`: a random password, mode 0600, next to

@@ -300,3 +300,169 @@ fn init_writes_a_config_that_loads_and_refuses_to_overwrite() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("config/rendered.yaml"), "{}", r.stderr);
 }
+
+/// Generates the sample (copy in `dir`) into `dir/out` with extra flags.
+fn generate_sample(dir: &std::path::Path, flags: &[&str]) -> crate::Run {
+    run(opship()
+        .arg("-c")
+        .arg(dir.join("opship.yaml"))
+        .args(["generate", "bundle"])
+        .args(flags)
+        .arg("-o")
+        .arg(dir.join("out")))
+}
+
+fn out_csv(dir: &std::path::Path) -> String {
+    std::fs::read_to_string(dir.join("out/manifests/memcached-operator.clusterserviceversion.yaml"))
+        .unwrap()
+}
+
+#[test]
+fn exclude_kind_adds_to_the_configs_list() {
+    let (_t, dir) = sample_copy();
+    std::fs::write(
+        dir.join("config/job.yaml"),
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\nspec:\n  template:\n    spec:\n      containers: [{name: m, image: busybox}]\n      restartPolicy: Never\n",
+    )
+    .unwrap();
+    // The config excludes Namespace (config/namespace.yaml); the flag adds Job.
+    let r = generate_sample(&dir, &["--version", "0.2.0", "--exclude-kind", "Job"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        read_tree(&dir.join("out")),
+        read_tree(&repo().join("bundle/0.2.0"))
+    );
+    // Without a config (none in the working directory) the flag adds to the default list,
+    // [Namespace].
+    let out = dir.join("no-config");
+    let r = run(opship()
+        .current_dir(dir.parent().unwrap())
+        .args([
+            "generate",
+            "bundle",
+            "--package",
+            "memcached-operator",
+            "--version",
+            "0.2.0",
+            "--input",
+            "bundle/config",
+            "--exclude-kind",
+            "Job",
+            "-o",
+        ])
+        .arg(&out));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
+
+#[test]
+fn operator_image_flag_overrides_the_config() {
+    let (_t, dir) = sample_copy();
+    // Without a tag: the config's tag pattern (v{version}).
+    let r = generate_sample(
+        &dir,
+        &[
+            "--version",
+            "0.4.0",
+            "--operator-image",
+            "127.0.0.1:5000/x/op",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let csv = out_csv(&dir);
+    assert!(csv.contains("image: 127.0.0.1:5000/x/op:v0.4.0\n"), "{csv}");
+    assert!(
+        csv.contains("containerImage: 127.0.0.1:5000/x/op:v0.4.0\n"),
+        "{csv}"
+    );
+    assert!(
+        !csv.contains("quay.io/example/memcached-operator:"),
+        "{csv}"
+    );
+
+    let r = generate_sample(
+        &dir,
+        &[
+            "--version",
+            "0.4.0",
+            "--operator-image",
+            "quay.io/other/op:dev",
+            "--force",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(out_csv(&dir).contains("containerImage: quay.io/other/op:dev\n"));
+
+    // Without a config: placeholder `controller`, tag v{version}.
+    let out = dir.join("no-config");
+    let r = run(opship()
+        .current_dir(dir.parent().unwrap())
+        .args([
+            "generate",
+            "bundle",
+            "--package",
+            "memcached-operator",
+            "--version",
+            "1.0.0",
+            "--input",
+            "bundle/config",
+            "--base-csv",
+            "bundle/base/memcached-operator.clusterserviceversion.yaml",
+            "--operator-image",
+            "quay.io/x/op",
+            "-o",
+        ])
+        .arg(&out));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let csv = std::fs::read_to_string(
+        out.join("manifests/memcached-operator.clusterserviceversion.yaml"),
+    )
+    .unwrap();
+    assert!(csv.contains("image: quay.io/x/op:v1.0.0\n"), "{csv}");
+
+    for bad in ["quay.io/x/op@sha256:abc", "quay.io/x/op:", ""] {
+        let r = generate_sample(&dir, &["--version", "0.4.0", "--operator-image", bad]);
+        assert_eq!(r.code, 2, "{bad}: {}", r.stderr);
+        assert!(r.stderr.contains("--operator-image"), "{bad}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn version_defaults_to_the_base_csvs() {
+    let (_t, dir) = sample_copy();
+    let r = generate_sample(&dir, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let csv = out_csv(&dir);
+    assert!(csv.contains("name: memcached-operator.v0.0.0\n"), "{csv}");
+    assert!(
+        csv.contains("image: quay.io/example/memcached-operator:v0.0.0\n"),
+        "{csv}"
+    );
+
+    // No base CSV to take it from.
+    let r = run(opship().current_dir(dir.parent().unwrap()).args([
+        "generate",
+        "bundle",
+        "--package",
+        "memcached-operator",
+        "--input",
+        "bundle/config",
+    ]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("no base CSV") && r.stderr.contains("--version"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn empty_default_channel_unsets_the_configs() {
+    let (_t, dir) = sample_copy();
+    let r = generate_sample(&dir, &["--version", "0.2.0", "--default-channel", ""]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let ann = std::fs::read_to_string(dir.join("out/metadata/annotations.yaml")).unwrap();
+    assert!(!ann.contains("channel.default.v1"), "{ann}");
+    assert!(ann.contains("channels.v1: stable\n"), "{ann}");
+    let df = std::fs::read_to_string(dir.join("out/bundle.Dockerfile")).unwrap();
+    assert!(!df.contains("channel.default.v1"), "{df}");
+}

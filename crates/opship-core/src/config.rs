@@ -19,7 +19,7 @@ pub const DEFAULT_FILE: &str = "opship.yaml";
 pub struct Config {
     /// OLM package name (a DNS-1123 label).
     pub package: String,
-    /// Channels a new bundle is published to (default: `stable`).
+    /// Channels a new bundle is published to (default: `alpha`, operator-sdk's).
     #[serde(default)]
     pub channels: Vec<String>,
     /// Default channel of the package.
@@ -137,6 +137,71 @@ impl OperatorImage {
     /// The placeholder image name in the manifests.
     pub fn placeholder(&self) -> &str {
         self.placeholder.as_deref().unwrap_or("controller")
+    }
+
+    /// The operator image given as `REPO[:TAG]` on the command line (`generate bundle
+    /// --operator-image`), over the config's `operator`: the repository (and the tag, when
+    /// given) replace the config's; without a tag the config's tag pattern applies (else
+    /// `v{version}`); the placeholder stays the config's (else `controller`). A colon after
+    /// the last `/` starts the tag, so a registry port (`127.0.0.1:5000/op`) is not one. A
+    /// digest (`@sha256:…`) is refused: the tag is what gets pinned, with
+    /// `--use-image-digests`.
+    pub fn from_flag(arg: &str, config: Option<&OperatorImage>) -> Result<OperatorImage> {
+        let bad = |why: &str| {
+            Error::Input(format!(
+                "--operator-image `{}`: {why} (expected REPO[:TAG], e.g. quay.io/example/op:v1.2.3)",
+                crate::naming::excerpt(arg)
+            ))
+        };
+        if arg.is_empty() {
+            return Err(bad("is empty"));
+        }
+        if arg.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(bad("has whitespace"));
+        }
+        if arg.contains('@') {
+            return Err(bad(
+                "has a digest; give a tag (--use-image-digests pins it to its digest)",
+            ));
+        }
+        let name_start = arg.rfind('/').map_or(0, |i| i + 1);
+        let (image, tag) = match arg[name_start..].rfind(':') {
+            Some(i) => (&arg[..name_start + i], Some(&arg[name_start + i + 1..])),
+            None => (arg, None),
+        };
+        if image.is_empty()
+            || image.ends_with('/')
+            || image.starts_with('/')
+            || image.contains("//")
+        {
+            return Err(bad("has no repository name"));
+        }
+        // Only the registry host may carry a `:` (its port).
+        if image.split('/').skip(1).any(|part| part.contains(':')) {
+            return Err(bad("has a `:` inside the repository path"));
+        }
+        if let Some(t) = tag {
+            // Docker's tag grammar; `{version}` is allowed as in the config's `tag`.
+            let plain = t.replace("{version}", "v");
+            let ok = !plain.is_empty()
+                && plain.len() <= 128
+                && !plain.starts_with(['.', '-'])
+                && plain
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+            if !ok {
+                return Err(bad(
+                    "has an invalid tag (letters, digits, `_`, `.`, `-`, at most 128, not starting with `.` or `-`)",
+                ));
+            }
+        }
+        Ok(OperatorImage {
+            image: image.to_owned(),
+            tag: tag
+                .map(str::to_owned)
+                .or_else(|| config.and_then(|c| c.tag.clone())),
+            placeholder: config.and_then(|c| c.placeholder.clone()),
+        })
     }
 }
 
@@ -292,9 +357,10 @@ pub fn starter(package: &str) -> String {
 # OLM package name (DNS-1123 label).
 package: {package}
 
-# Channels new bundles go to, and the package's default channel.
-channels: [stable]
-defaultChannel: stable
+# Channels new bundles go to (`alpha` when unset, operator-sdk's default), and the package's
+# default channel (none when unset, as with operator-sdk without --default-channel).
+channels: [alpha]
+#defaultChannel: alpha
 
 # The operator image. Containers whose image is the placeholder (kubebuilder's `controller`)
 # get `<image>:<tag>` at generation; `{{version}}` in the tag is the release version.
@@ -360,6 +426,45 @@ mod tests {
             "quay.io/example/demo-operator:v1.2.3"
         );
         assert_eq!(c.releases.len(), 1);
+        // operator-sdk's defaults.
+        assert_eq!(c.channels, ["alpha"]);
+        assert_eq!(c.default_channel, None);
+    }
+
+    #[test]
+    fn operator_image_flag() {
+        let config = OperatorImage {
+            image: "quay.io/example/op".into(),
+            tag: Some("release-{version}".into()),
+            placeholder: Some("manager-image".into()),
+        };
+        let o = OperatorImage::from_flag("127.0.0.1:5000/x/op", Some(&config)).unwrap();
+        assert_eq!(o.reference("1.2.3"), "127.0.0.1:5000/x/op:release-1.2.3");
+        assert_eq!(o.placeholder(), "manager-image");
+        let o = OperatorImage::from_flag("127.0.0.1:5000/x/op:dev", Some(&config)).unwrap();
+        assert_eq!(o.reference("1.2.3"), "127.0.0.1:5000/x/op:dev");
+        let o = OperatorImage::from_flag("op", None).unwrap();
+        assert_eq!(o.reference("1.2.3"), "op:v1.2.3");
+        assert_eq!(o.placeholder(), "controller");
+        let o = OperatorImage::from_flag("quay.io/x/op:v{version}", None).unwrap();
+        assert_eq!(o.reference("1.2.3"), "quay.io/x/op:v1.2.3");
+        for bad in [
+            "",
+            "quay.io/x/op:",
+            "quay.io/x/op@sha256:0123",
+            "quay.io/x/",
+            "/op",
+            "quay.io//op",
+            ":v1",
+            "quay.io/x/op:-v1",
+            "quay.io/x/op:a/b",
+            "quay.io/x op:v1",
+        ] {
+            let err = OperatorImage::from_flag(bad, Some(&config))
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with("--operator-image `"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -215,10 +215,28 @@ rule!(
      values."
 );
 
+rule!(
+    Csv,
+    CSV021,
+    Warning,
+    None,
+    "webhookdefinitions entries have only fields of the CSV's WebhookDescription",
+    "Each spec.webhookdefinitions entry is a WebhookDescription (operator-framework/api): \
+     generateName, type, deploymentName, containerPort, targetPort, sideEffects, rules, \
+     failurePolicy, matchPolicy, objectSelector, timeoutSeconds, admissionReviewVersions, \
+     reinvocationPolicy, webhookPath and conversionCRDs. The API server prunes any other field \
+     when the CSV is created, so the setting is silently lost on install: a `namespaceSelector` \
+     copied from a webhook configuration never applies (OLM sets the namespace selector from \
+     the OperatorGroup), and a misspelt field (`webhookpath`) is as good as absent. Remove the \
+     field or fix its name. The reference decodes the CSV into its Go type, which ignores \
+     unknown fields, so it reports nothing."
+);
+
 /// The rules of this suite.
 pub const RULES: &[&Rule] = &[
     &CSV001, &CSV002, &CSV003, &CSV004, &CSV005, &CSV006, &CSV007, &CSV008, &CSV009, &CSV010,
     &CSV011, &CSV012, &CSV013, &CSV014, &CSV015, &CSV016, &CSV017, &CSV018, &CSV019, &CSV020,
+    &CSV021,
 ];
 
 /// Annotation keys OLM reads case-sensitively.
@@ -228,6 +246,26 @@ const CASE_SENSITIVE_KEYS: [&str; 5] = [
     "olm.targetNamespaces",
     "olm.providedAPIs",
     "olm.skipRange",
+];
+
+/// The fields of operator-framework/api's `WebhookDescription`, the type of a
+/// `spec.webhookdefinitions` entry; the API server prunes any other.
+pub const WEBHOOK_DESCRIPTION_FIELDS: [&str; 15] = [
+    "generateName",
+    "type",
+    "deploymentName",
+    "containerPort",
+    "targetPort",
+    "sideEffects",
+    "rules",
+    "failurePolicy",
+    "matchPolicy",
+    "objectSelector",
+    "timeoutSeconds",
+    "admissionReviewVersions",
+    "reinvocationPolicy",
+    "webhookPath",
+    "conversionCRDs",
 ];
 
 /// The install mode types OLM knows.
@@ -276,6 +314,42 @@ impl<'a> Ctx<'a> {
         self.type_meta();
         self.decode();
         self.release();
+        self.webhook_fields();
+    }
+
+    /// CSV021.
+    fn webhook_fields(&mut self) {
+        let Some(defs) = self.v()["spec"]["webhookdefinitions"].as_array() else {
+            return; // CSV018 reports a non-list
+        };
+        for (i, d) in defs.iter().enumerate() {
+            let Some(map) = d.as_object() else { continue };
+            for key in map.keys() {
+                if WEBHOOK_DESCRIPTION_FIELDS.contains(&key.as_str()) {
+                    continue;
+                }
+                let known = WEBHOOK_DESCRIPTION_FIELDS
+                    .iter()
+                    .find(|k| k.eq_ignore_ascii_case(key));
+                let why = match (key.as_str(), known) {
+                    ("namespaceSelector", _) => {
+                        "; OLM sets the namespace selector itself, from the OperatorGroup"
+                            .to_owned()
+                    }
+                    (_, Some(k)) => format!("; did you mean `{k}`?"),
+                    _ => String::new(),
+                };
+                let ptr = format!("/spec/webhookdefinitions/{i}/{}", escape_pointer_token(key));
+                self.push(
+                    &CSV021,
+                    &ptr,
+                    format!(
+                        "spec.webhookdefinitions[{i}] has `{key}`, which the CSV's \
+                         WebhookDescription does not have: the API server drops it on install{why}"
+                    ),
+                );
+            }
+        }
     }
 
     /// CSV001, CSV002, CSV020.

@@ -126,6 +126,8 @@ pub(crate) fn collect(objects: Vec<Object>, exclude_kinds: &[String]) -> Result<
     }
     let served: HashSet<(String, String, String)> =
         c.crds.iter().flat_map(served_versions).collect();
+    // Every refused object is reported at once: fixing them one run at a time is slow.
+    let mut refused: Vec<Object> = Vec::new();
     for o in rest {
         let gvk = (
             o.group().to_owned(),
@@ -139,18 +141,11 @@ pub(crate) fn collect(objects: Vec<Object>, exclude_kinds: &[String]) -> Result<
         } else if ALLOWED_KINDS.contains(&o.kind()) {
             c.others.push(o);
         } else {
-            return Err(Error::invalid(
-                o.origin(),
-                format!(
-                    "{} ({}) cannot be part of a registry+v1 bundle: OLM only installs {}. \
-                     Drop it from the manifests or list `{}` under excludeKinds",
-                    o.describe(),
-                    o.api_version(),
-                    allowed_list(),
-                    o.kind()
-                ),
-            ));
+            refused.push(o);
         }
+    }
+    if !refused.is_empty() {
+        return Err(refusal(&refused));
     }
     for d in &c.deployments {
         check_deployment(d)?;
@@ -161,6 +156,61 @@ pub(crate) fn collect(objects: Vec<Object>, exclude_kinds: &[String]) -> Result<
         }
     }
     Ok(c)
+}
+
+/// At most this many refused objects (and kinds) are named in the error: a stream of a
+/// million objects must not give a million-line message.
+const MAX_REFUSED_LISTED: usize = 100;
+
+/// The error for objects of kinds a bundle cannot hold: one line for one object, else one
+/// line per object, each at its `file:line:col`, in input order.
+fn refusal(refused: &[Object]) -> Error {
+    let mut kinds: Vec<&str> = refused.iter().map(Object::kind).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    let more_kinds = kinds.len().saturating_sub(MAX_REFUSED_LISTED);
+    let mut kinds = kinds
+        .iter()
+        .take(MAX_REFUSED_LISTED)
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if more_kinds > 0 {
+        kinds.push_str(&format!(" (and {more_kinds} more kinds)"));
+    }
+    if let [o] = refused {
+        return Error::invalid(
+            o.origin(),
+            format!(
+                "{} ({}) cannot be part of a registry+v1 bundle: OLM only installs {}. \
+                 Drop it from the manifests or list {kinds} under excludeKinds",
+                o.describe(),
+                o.api_version(),
+                allowed_list(),
+            ),
+        );
+    }
+    let mut message = format!(
+        "{} objects cannot be part of a registry+v1 bundle: OLM only installs {}. Drop them \
+         from the manifests or list {kinds} under excludeKinds:",
+        refused.len(),
+        allowed_list()
+    );
+    for o in refused.iter().take(MAX_REFUSED_LISTED) {
+        message.push_str(&format!(
+            "\n  {}: {} ({})",
+            o.origin(),
+            o.describe(),
+            o.api_version()
+        ));
+    }
+    if refused.len() > MAX_REFUSED_LISTED {
+        message.push_str(&format!(
+            "\n  … and {} more",
+            refused.len() - MAX_REFUSED_LISTED
+        ));
+    }
+    Error::Input(message)
 }
 
 fn allowed_list() -> String {

@@ -31,9 +31,9 @@ pub struct Options {
     pub package: String,
     /// The release version.
     pub version: semver::Version,
-    /// Channels (default `stable`).
+    /// Channels (default `alpha`, operator-sdk's).
     pub channels: Vec<String>,
-    /// Default channel.
+    /// Default channel; none (and no annotation) when `None` or empty.
     pub default_channel: Option<String>,
     /// `spec.replaces`: a CSV name or a version of this package.
     pub replaces: Option<String>,
@@ -103,6 +103,44 @@ pub fn parse_version(s: &str) -> Result<semver::Version> {
     Ok(v)
 }
 
+/// Whether `o` is a CSV of `package`, one that generation takes as its base when it is among
+/// the manifests.
+fn is_package_csv(o: &Object, package: &str) -> bool {
+    o.group() == "operators.coreos.com"
+        && o.kind() == "ClusterServiceVersion"
+        && o.name().starts_with(&format!("{package}."))
+}
+
+/// The release version when none is given, as operator-sdk takes it: `spec.version` of the
+/// base CSV that [`generate`] would start from (a CSV of the package among the manifests, else
+/// `inputs.base_csv`).
+pub fn base_version(inputs: &Inputs, package: &str) -> Result<semver::Version> {
+    let base = inputs
+        .objects
+        .iter()
+        .find(|o| is_package_csv(o, package))
+        .or(inputs.base_csv.as_ref())
+        .ok_or_else(|| {
+            Error::Input(
+                "no --version given and no base CSV to take it from (no CSV of this package \
+                 among the manifests, no --base-csv or csvBase): pass --version"
+                    .into(),
+            )
+        })?;
+    match &base.value()["spec"]["version"] {
+        Value::String(v) if !v.is_empty() => parse_version(v).map_err(|e| {
+            base.error(
+                "/spec/version",
+                format!("the base CSV's spec.version cannot be the release version ({e}): pass --version"),
+            )
+        }),
+        _ => Err(base.error(
+            "/spec",
+            "the base CSV has no spec.version to take the release version from: pass --version",
+        )),
+    }
+}
+
 /// Generates the bundle.
 pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
     if !crate::config::is_dns1123_label(&opts.package) {
@@ -112,7 +150,8 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
         )));
     }
     let channels = if opts.channels.is_empty() {
-        vec!["stable".to_owned()]
+        // operator-sdk's default, so a bundle made without channels lands where it would.
+        vec!["alpha".to_owned()]
     } else {
         opts.channels.clone()
     };
@@ -148,8 +187,10 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
     {
         return Err(Error::Input(format!("--skip-range {p} (rule CSV020)")));
     }
+    // An empty default channel is none: `channel.default.v1: ""` would name no channel.
+    let default_channel = opts.default_channel.clone().filter(|d| !d.is_empty());
     let mut warnings = Vec::new();
-    if let Some(d) = &opts.default_channel
+    if let Some(d) = &default_channel
         && !channels.contains(d)
     {
         // Legal (another bundle of the package may define that channel), but often a typo.
@@ -172,8 +213,7 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
     }
 
     // The base: a CSV of this package in the manifests wins, as in operator-sdk.
-    let prefix = format!("{}.", opts.package);
-    let base = match c.csvs.iter().position(|o| o.name().starts_with(&prefix)) {
+    let base = match c.csvs.iter().position(|o| is_package_csv(o, &opts.package)) {
         Some(i) => c.csvs.remove(i),
         None => match inputs.base_csv {
             Some(b) => b,
@@ -194,9 +234,13 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
     }
     csv::check_base(&base)?;
 
+    // The operator image the containers now run, if any got it.
+    let mut operator_image: Option<&str> = None;
     if let Some((placeholder, reference)) = &opts.operator_image {
         let n = images::replace_placeholder(&mut c.deployments, placeholder, reference);
-        if n == 0 {
+        if n > 0 {
+            operator_image = Some(reference);
+        } else {
             warnings.push(format!(
                 "no container uses the placeholder image `{placeholder}`; the operator image {reference} was not set in any deployment"
             ));
@@ -228,7 +272,7 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
         .as_array()
         .cloned()
         .unwrap_or_default();
-    apply_annotations(&mut csv_value, &c, opts)?;
+    apply_annotations(&mut csv_value, &c, opts, operator_image)?;
 
     let spec = csv::map_at(&mut csv_value, "spec")?;
     if let Some(r) = &opts.replaces {
@@ -341,7 +385,7 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
     let metadata = Metadata {
         package: opts.package.clone(),
         channels,
-        default_channel: opts.default_channel.clone(),
+        default_channel,
         scorecard: c.scorecard.is_some(),
         labels: opts.labels.clone(),
     };
@@ -369,17 +413,36 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
     })
 }
 
+/// Annotations of the base that name the tool and project layout which scaffolded it.
+/// operator-sdk rewrites them on every run; opship does not write them, and keeping the base's
+/// would ship a stale claim about what generated the bundle.
+const TOOL_ANNOTATIONS: [&str; 2] = [
+    "operators.operatorframework.io/builder",
+    "operators.operatorframework.io/project_layout",
+];
+
 /// `metadata.annotations` of the CSV: skipRange, createdAt, containerImage, alm-examples.
-fn apply_annotations(csv_value: &mut Value, c: &collect::Collected, opts: &Options) -> Result<()> {
+/// `operator_image` is the image containers got in place of the placeholder, if any did.
+fn apply_annotations(
+    csv_value: &mut Value,
+    c: &collect::Collected,
+    opts: &Options,
+    operator_image: Option<&str>,
+) -> Result<()> {
     csv::map_at(csv_value, "metadata")?;
     let ann = csv::map_at(&mut csv_value["metadata"], "annotations")?;
+    for key in TOOL_ANNOTATIONS {
+        ann.remove(key);
+    }
     if let Some(r) = &opts.skip_range {
         ann.insert("olm.skipRange".into(), json!(r));
     }
     if let Some(t) = &opts.created_at {
         ann.insert("createdAt".into(), json!(t));
     }
-    if let Some((_, reference)) = &opts.operator_image {
+    // Only when some container runs the operator image: otherwise the annotation would name
+    // an image the bundle does not run, and the base's value is the better guess.
+    if let Some(reference) = operator_image {
         ann.insert("containerImage".into(), json!(reference));
     }
     if !c.custom_resources.is_empty() {

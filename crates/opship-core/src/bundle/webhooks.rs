@@ -89,11 +89,13 @@ pub(crate) fn definitions(
             d.insert("targetPort".into(), target);
             let sides = w.get("sideEffects").cloned().unwrap_or(json!("None"));
             d.insert("sideEffects".into(), sides);
+            // Only fields the CSV's WebhookDescription (operator-framework/api) has: the API
+            // server prunes any other (`namespaceSelector`, which OLM sets itself from the
+            // OperatorGroup), so copying it would promise a setting that is lost on install.
             for key in [
                 "failurePolicy",
                 "matchPolicy",
                 "objectSelector",
-                "namespaceSelector",
                 "timeoutSeconds",
                 "reinvocationPolicy",
                 "rules",
@@ -168,9 +170,11 @@ pub(crate) fn definitions(
     if out.is_empty() {
         return None;
     }
+    // operator-sdk sorts by generateName; the type breaks ties (a mutating and a validating
+    // webhook may share a name) so the order never depends on the input's.
     out.sort_by(|a, b| {
-        (a["type"].as_str(), a["generateName"].as_str())
-            .cmp(&(b["type"].as_str(), b["generateName"].as_str()))
+        (a["generateName"].as_str(), a["type"].as_str())
+            .cmp(&(b["generateName"].as_str(), b["type"].as_str()))
     });
     Some(out)
 }

@@ -216,3 +216,281 @@ spec:
     assert_eq!(owned, ["v1", "v1beta1"]);
     assert!(b.files.contains_key("manifests/demo.io_widgets.yaml"));
 }
+
+/// A base CSV of package `demo` with the annotations operator-sdk's scaffolding writes.
+const BASE_CSV: &str = r#"
+apiVersion: operators.coreos.com/v1alpha1
+kind: ClusterServiceVersion
+metadata:
+  name: demo.v0.9.0
+  annotations:
+    capabilities: Basic Install
+    containerImage: quay.io/demo/op:0.9.0
+    operators.operatorframework.io/builder: operator-sdk-v1.42.0
+    operators.operatorframework.io/project_layout: go.kubebuilder.io/v4
+spec:
+  displayName: Demo
+  version: 0.9.0
+  installModes: [{type: AllNamespaces, supported: true}]
+  install: {strategy: deployment, spec: {deployments: []}}
+"#;
+
+fn generate_with_base(extra: &str, o: Options) -> bundle::Bundle {
+    let objects = parse_objects(&format!("{BASE}---\n{extra}"), Path::new("in.yaml")).unwrap();
+    let base = parse_objects(BASE_CSV, Path::new("base.yaml"))
+        .unwrap()
+        .remove(0);
+    bundle::generate(
+        Inputs {
+            objects,
+            base_csv: Some(base),
+        },
+        &o,
+    )
+    .unwrap()
+}
+
+#[test]
+fn container_image_annotation_is_kept_when_no_container_got_the_operator_image() {
+    // BASE's container is `quay.io/demo/op:1.0.0`, not the placeholder.
+    let mut o = opts();
+    o.operator_image = Some(("controller".into(), "quay.io/demo/op:v1.0.0".into()));
+    let b = generate_with_base("", o.clone());
+    assert_eq!(
+        b.csv["metadata"]["annotations"]["containerImage"],
+        "quay.io/demo/op:0.9.0"
+    );
+    assert!(b.warnings.iter().any(|w| w.contains("placeholder")));
+
+    // An init container with the placeholder is enough.
+    let init = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: demo-init}
+spec:
+  selector: {matchLabels: {app: init}}
+  template:
+    metadata: {labels: {app: init}}
+    spec:
+      initContainers: [{name: setup, image: "controller:latest"}]
+      containers: [{name: main, image: "busybox:1"}]
+"#;
+    let b = generate_with_base(init, o);
+    assert_eq!(
+        b.csv["metadata"]["annotations"]["containerImage"],
+        "quay.io/demo/op:v1.0.0"
+    );
+}
+
+#[test]
+fn builder_and_project_layout_annotations_are_not_kept() {
+    let b = generate_with_base("", opts());
+    let ann = b.csv["metadata"]["annotations"].as_object().unwrap();
+    assert!(
+        !ann.contains_key("operators.operatorframework.io/builder"),
+        "{ann:?}"
+    );
+    assert!(
+        !ann.contains_key("operators.operatorframework.io/project_layout"),
+        "{ann:?}"
+    );
+    assert_eq!(ann["capabilities"], "Basic Install");
+}
+
+#[test]
+fn channels_default_to_alpha() {
+    let mut o = opts();
+    o.channels = vec![];
+    o.default_channel = None;
+    let b = generate("", o);
+    assert_eq!(b.metadata.channels, ["alpha"]);
+    let ann = String::from_utf8(b.files["metadata/annotations.yaml"].clone()).unwrap();
+    assert!(
+        ann.contains("operators.operatorframework.io.bundle.channels.v1: alpha\n"),
+        "{ann}"
+    );
+    assert!(!ann.contains("channel.default.v1"), "{ann}");
+}
+
+#[test]
+fn webhook_definitions_are_sorted_by_generate_name_and_have_only_known_fields() {
+    let extra = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: demo-webhook-service, namespace: sys}
+spec:
+  selector: {app: demo}
+  ports: [{port: 443, targetPort: 9443}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: demo-validating}
+webhooks:
+  - name: awidget.demo.io
+    admissionReviewVersions: [v1]
+    sideEffects: None
+    namespaceSelector: {matchLabels: {team: demo}}
+    clientConfig: {service: {name: demo-webhook-service, namespace: sys, path: /validate}}
+  - name: same.demo.io
+    admissionReviewVersions: [v1]
+    sideEffects: None
+    clientConfig: {service: {name: demo-webhook-service, namespace: sys, path: /validate-same}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: demo-mutating}
+webhooks:
+  - name: mwidget.demo.io
+    admissionReviewVersions: [v1]
+    sideEffects: None
+    clientConfig: {service: {name: demo-webhook-service, namespace: sys, path: /mutate}}
+  - name: same.demo.io
+    admissionReviewVersions: [v1]
+    sideEffects: None
+    clientConfig: {service: {name: demo-webhook-service, namespace: sys, path: /mutate-same}}
+"#;
+    let b = generate(extra, opts());
+    let defs = b.csv["spec"]["webhookdefinitions"].as_array().unwrap();
+    let order: Vec<(&str, &str)> = defs
+        .iter()
+        .map(|d| {
+            (
+                d["generateName"].as_str().unwrap(),
+                d["type"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("awidget.demo.io", "ValidatingAdmissionWebhook"),
+            ("mwidget.demo.io", "MutatingAdmissionWebhook"),
+            ("same.demo.io", "MutatingAdmissionWebhook"),
+            ("same.demo.io", "ValidatingAdmissionWebhook"),
+        ]
+    );
+    // The CSV's WebhookDescription has no namespaceSelector: the API server would prune it.
+    assert!(defs.iter().all(|d| d.get("namespaceSelector").is_none()));
+}
+
+#[test]
+fn every_refused_object_is_reported_at_once() {
+    let extra = r#"
+apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate}
+spec: {template: {spec: {containers: [{name: m, image: busybox}], restartPolicy: Never}}}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly}
+spec: {schedule: "@daily"}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: sys}
+"#;
+    let objects = parse_objects(&format!("{BASE}---\n{extra}"), Path::new("in.yaml")).unwrap();
+    let err = bundle::generate(
+        Inputs {
+            objects,
+            base_csv: None,
+        },
+        &opts(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("2 objects cannot be part of a registry+v1 bundle"),
+        "{err}"
+    );
+    assert!(
+        err.contains("in.yaml:37:1: Job migrate (batch/v1)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("in.yaml:42:1: CronJob nightly (batch/v1)"),
+        "{err}"
+    );
+    assert!(err.contains("`CronJob`, `Job`"), "{err}");
+    assert!(
+        !err.contains("Namespace"),
+        "excluded kinds are not refused: {err}"
+    );
+}
+
+#[test]
+fn the_version_defaults_to_the_base_csvs() {
+    let base = parse_objects(BASE_CSV, Path::new("base.yaml"))
+        .unwrap()
+        .remove(0);
+    let objects = parse_objects(BASE, Path::new("in.yaml")).unwrap();
+    let mut inputs = Inputs {
+        objects,
+        base_csv: Some(base),
+    };
+    assert_eq!(
+        bundle::base_version(&inputs, "demo").unwrap(),
+        semver::Version::new(0, 9, 0)
+    );
+    // A CSV of the package among the manifests wins over the base, as in generation.
+    let in_manifests = BASE_CSV
+        .replace("demo.v0.9.0", "demo.v0.8.0")
+        .replace("version: 0.9.0", "version: 0.8.0");
+    inputs
+        .objects
+        .extend(parse_objects(&in_manifests, Path::new("csv.yaml")).unwrap());
+    assert_eq!(
+        bundle::base_version(&inputs, "demo").unwrap(),
+        semver::Version::new(0, 8, 0)
+    );
+
+    let none = Inputs {
+        objects: parse_objects(BASE, Path::new("in.yaml")).unwrap(),
+        base_csv: None,
+    };
+    let err = bundle::base_version(&none, "demo").unwrap_err().to_string();
+    assert!(
+        err.contains("--version") && err.contains("no base CSV"),
+        "{err}"
+    );
+
+    let without = BASE_CSV.replace("  version: 0.9.0\n", "");
+    let err = bundle::base_version(
+        &Inputs {
+            objects: vec![],
+            base_csv: Some(
+                parse_objects(&without, Path::new("base.yaml"))
+                    .unwrap()
+                    .remove(0),
+            ),
+        },
+        "demo",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("base.yaml") && err.contains("spec.version"),
+        "{err}"
+    );
+}
+
+#[test]
+fn refused_objects_are_listed_up_to_a_bound() {
+    let jobs: String = (0..150)
+        .map(|i| format!("apiVersion: batch/v1\nkind: Job\nmetadata: {{name: j{i}}}\n---\n"))
+        .collect();
+    let objects = parse_objects(&format!("{BASE}---\n{jobs}"), Path::new("in.yaml")).unwrap();
+    let err = bundle::generate(
+        Inputs {
+            objects,
+            base_csv: None,
+        },
+        &opts(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.starts_with("150 objects cannot"), "{err}");
+    assert_eq!(err.lines().count(), 1 + 100 + 1, "{err}");
+    assert!(err.ends_with("\n  … and 50 more"), "{err}");
+}
