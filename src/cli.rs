@@ -553,6 +553,8 @@ pub enum GenerateCommand {
   opship -c bundle/opship.yaml generate bundle --version 0.2.0
   # Every release listed in the config, failing if a committed bundle is out of date:
   opship -c bundle/opship.yaml generate bundle --all --check
+  # The same against a bundle operator-sdk committed: only real differences, not layout:
+  opship -c opship.yaml generate bundle --version 0.0.1 --output-dir bundle --check --semantic
   # Images pinned to the digests the registries serve for their tags:
   opship -c bundle/opship.yaml generate bundle --version 0.3.0 --use-image-digests
   # operator-sdk style, from a kustomize build on stdin:
@@ -623,6 +625,11 @@ pub struct BundleArgs {
     /// Write nothing; exit 1 and print a diff if the bundle on disk is out of date.
     #[arg(long)]
     pub check: bool,
+    /// With --check: compare parsed objects instead of bytes (objects matched by kind and name
+    /// whatever their file names; key order, comments, empty fields and operator-sdk's tool
+    /// annotations ignored) and print the real differences.
+    #[arg(long, requires = "check")]
+    pub semantic: bool,
     /// Replace the output directory even when it holds files a bundle does not have (never the
     /// current directory, an ancestor of it, or a symlink).
     #[arg(long)]

@@ -185,6 +185,12 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
     }
     let mut drifted = false;
     for (version, out_dir, generated) in &bundles {
+        if args.check && args.semantic {
+            let d = bundle::semantic_drift(&generated.files, out_dir)?;
+            drifted |= !d.is_clean();
+            print_semantic_drift(out_dir, &d)?;
+            continue;
+        }
         if args.check {
             let d = bundle::drift(&generated.files, out_dir)?;
             if d.is_clean() {
@@ -234,6 +240,63 @@ fn print_drift(dir: &Path, d: &bundle::Drift) -> Result<(), CmdError> {
     }
     for (_, diff) in &d.changed {
         write!(out, "{diff}")?;
+    }
+    Ok(())
+}
+
+/// `DIR: N differences` (notes not counted), then per object or file a header and one line
+/// per difference: `+` only generated, `-` only on disk, `~` changed, `note:` informational.
+fn print_semantic_drift(dir: &Path, d: &bundle::SemanticDrift) -> Result<(), CmdError> {
+    use bundle::semantic::{Change, compact};
+    let mut out = std::io::stdout().lock();
+    match d.changes().count() {
+        0 => writeln!(out, "{}: up to date (semantically)", dir.display())?,
+        1 => writeln!(out, "{}: 1 difference", dir.display())?,
+        n => writeln!(out, "{}: {n} differences", dir.display())?,
+    }
+    let mut group = None;
+    for x in &d.differences {
+        let key = (x.file(), &x.object);
+        if group != Some(key) {
+            group = Some(key);
+            match &x.object {
+                Some(o) => writeln!(out, "  {} ({o})", x.file())?,
+                None => writeln!(out, "  {}", x.file())?,
+            }
+        }
+        let whole = if x.object.is_some() { "object" } else { "file" };
+        let path = if x.path.is_root() {
+            format!("(whole {whole})")
+        } else {
+            x.path.to_string()
+        };
+        let from = x.old_file.as_deref().unwrap_or_default();
+        match &x.change {
+            Change::Added(_) if x.path.is_root() => {
+                writeln!(out, "    + (whole {whole}, only generated)")?
+            }
+            Change::Removed(_) if x.path.is_root() => {
+                writeln!(out, "    - (whole {whole}, only on disk)")?
+            }
+            Change::Added(v) => writeln!(out, "    + {path}: {}", compact(v))?,
+            Change::Removed(v) => writeln!(out, "    - {path}: {}", compact(v))?,
+            Change::Changed { old, new } => {
+                writeln!(out, "    ~ {path}: {} → {}", compact(old), compact(new))?
+            }
+            Change::Renamed => writeln!(
+                out,
+                "    note: the same object is in {from} on disk (file names are not compared)"
+            )?,
+            Change::DockerfileInParent => writeln!(
+                out,
+                "    note: {} has none; its LABELs are compared with {} (operator-sdk's place for it, the project root)",
+                dir.display(),
+                dir.parent()
+                    .unwrap_or(dir)
+                    .join("bundle.Dockerfile")
+                    .display()
+            )?,
+        }
     }
     Ok(())
 }

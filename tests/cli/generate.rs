@@ -466,3 +466,188 @@ fn empty_default_channel_unsets_the_configs() {
     let df = std::fs::read_to_string(dir.join("out/bundle.Dockerfile")).unwrap();
     assert!(!df.contains("channel.default.v1"), "{df}");
 }
+
+/// Edits that a hand-kept or operator-sdk bundle has: key order, `creationTimestamp: null`,
+/// tool annotations, a comment, another file name; and two real differences.
+fn edit_like_operator_sdk(bundle: &std::path::Path) {
+    let m = bundle.join("manifests");
+    let csv = m.join("memcached-operator.clusterserviceversion.yaml");
+    let text = std::fs::read_to_string(&csv)
+        .unwrap()
+        .replacen(
+            "  annotations:\n    alm-examples",
+            "  annotations:\n    createdAt: \"2024-01-01T00:00:00Z\"\n    operators.operatorframework.io/builder: operator-sdk-v1.42.0\n    alm-examples",
+            1,
+        )
+        .replacen(
+            "                    image: quay.io/example/memcached-operator:v0.2.0\n",
+            "                    image: quay.io/other/op:1\n",
+            1,
+        );
+    std::fs::write(&csv, format!("# by hand\n{text}")).unwrap();
+    let crd = m.join("cache.example.com_memcacheds.yaml");
+    let text = std::fs::read_to_string(&crd).unwrap().replacen(
+        "metadata:\n  annotations:",
+        "metadata:\n  creationTimestamp: null\n  annotations:",
+        1,
+    );
+    std::fs::write(&crd, text).unwrap();
+    // Keys in reverse order, every string quoted: JSON is YAML.
+    let reader =
+        m.join("memcached-operator-metrics-reader_rbac.authorization.k8s.io_v1_clusterrole.yaml");
+    let v = opship_core::yaml::read_stream(&reader)
+        .unwrap()
+        .remove(0)
+        .value;
+    let mut rev = serde_json::Map::new();
+    for (k, x) in v.as_object().unwrap().iter().rev() {
+        rev.insert(k.clone(), x.clone());
+    }
+    std::fs::write(&reader, serde_json::to_string(&rev).unwrap()).unwrap();
+    std::fs::rename(
+        m.join("memcached-operator-memcached-viewer-role_rbac.authorization.k8s.io_v1_clusterrole.yaml"),
+        m.join("viewer.yaml"),
+    )
+    .unwrap();
+    std::fs::remove_file(m.join(
+        "memcached-operator-controller-manager-metrics-monitor_monitoring.coreos.com_v1_servicemonitor.yaml",
+    ))
+    .unwrap();
+}
+
+#[test]
+fn semantic_check_prints_only_the_real_differences() {
+    let (_t, dir) = sample_copy();
+    edit_like_operator_sdk(&dir.join("0.2.0"));
+    let before = read_tree(&dir);
+    let r = run(opship().current_dir(&dir).args([
+        "-c",
+        "opship.yaml",
+        "generate",
+        "bundle",
+        "--version",
+        "0.2.0",
+        "--check",
+        "--semantic",
+    ]));
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        r.stdout,
+        "./0.2.0: 2 differences
+  manifests/memcached-operator-controller-manager-metrics-monitor_monitoring.coreos.com_v1_servicemonitor.yaml (ServiceMonitor memcached-operator-controller-manager-metrics-monitor)
+    + (whole object, only generated)
+  manifests/memcached-operator-memcached-viewer-role_rbac.authorization.k8s.io_v1_clusterrole.yaml (ClusterRole memcached-operator-memcached-viewer-role)
+    note: the same object is in manifests/viewer.yaml on disk (file names are not compared)
+  manifests/memcached-operator.clusterserviceversion.yaml (ClusterServiceVersion memcached-operator.v0.2.0)
+    ~ spec.install.spec.deployments[name=memcached-operator-controller-manager].spec.template.spec.containers[name=manager].image: \"quay.io/other/op:1\" → \"quay.io/example/memcached-operator:v0.2.0\"
+"
+    );
+    assert_eq!(before, read_tree(&dir), "--check --semantic must not write");
+
+    // The byte check reports every edited file.
+    let r = run(opship().current_dir(&dir).args([
+        "-c",
+        "opship.yaml",
+        "generate",
+        "bundle",
+        "--version",
+        "0.2.0",
+        "--check",
+    ]));
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stdout
+            .contains("a/manifests/cache.example.com_memcacheds.yaml"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn semantic_check_of_current_bundles_exits_0_and_needs_check() {
+    let r = run(opship().current_dir(repo()).args([
+        "-c",
+        "bundle/opship.yaml",
+        "generate",
+        "bundle",
+        "--all",
+        "--check",
+        "--semantic",
+    ]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    for v in ["0.1.0", "0.2.0", "0.3.0"] {
+        assert!(
+            r.stdout
+                .contains(&format!("bundle/{v}: up to date (semantically)\n")),
+            "{}",
+            r.stdout
+        );
+    }
+    let r = run(opship().current_dir(repo()).args([
+        "-c",
+        "bundle/opship.yaml",
+        "generate",
+        "bundle",
+        "--all",
+        "--semantic",
+    ]));
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("--check"), "{}", r.stderr);
+}
+
+#[test]
+fn semantic_check_reads_operator_sdk_s_root_dockerfile_and_refuses_bad_yaml() {
+    let (_t, dir) = sample_copy();
+    // operator-sdk's layout: bundle.Dockerfile next to the bundle directory, COPY paths
+    // through it, its metrics label and comments.
+    let df = std::fs::read_to_string(dir.join("0.1.0/bundle.Dockerfile")).unwrap();
+    let df = df
+        .replace("COPY manifests", "COPY 0.1.0/manifests")
+        .replace(
+            "FROM scratch\n",
+            "FROM scratch\n# Labels for testing.\nLABEL operators.operatorframework.io.metrics.builder=operator-sdk-v1.42.0\n",
+        );
+    std::fs::write(dir.join("bundle.Dockerfile"), df).unwrap();
+    std::fs::remove_file(dir.join("0.1.0/bundle.Dockerfile")).unwrap();
+    let r = run(opship().current_dir(&dir).args([
+        "-c",
+        "opship.yaml",
+        "generate",
+        "bundle",
+        "--version",
+        "0.1.0",
+        "--check",
+        "--semantic",
+    ]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        r.stdout,
+        "./0.1.0: up to date (semantically)
+  bundle.Dockerfile
+    note: ./0.1.0 has none; its LABELs are compared with ./bundle.Dockerfile (operator-sdk's place for it, the project root)
+"
+    );
+
+    std::fs::write(
+        dir.join("0.1.0/manifests/broken.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\ndata: [unclosed\n",
+    )
+    .unwrap();
+    let r = run(opship().current_dir(&dir).args([
+        "-c",
+        "opship.yaml",
+        "generate",
+        "bundle",
+        "--version",
+        "0.1.0",
+        "--check",
+        "--semantic",
+    ]));
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    assert!(
+        r.stderr.contains("0.1.0/manifests/broken.yaml:"),
+        "{}",
+        r.stderr
+    );
+}

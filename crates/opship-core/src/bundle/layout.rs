@@ -111,7 +111,8 @@ impl Drift {
     }
 }
 
-fn list_files(root: &Path, dir: &Path, out: &mut BTreeSet<String>) -> Result<()> {
+/// Every file under `dir` (a tree rooted at `root`), by path relative to `root`, `/`-separated.
+pub(crate) fn list_files(root: &Path, dir: &Path, out: &mut BTreeSet<String>) -> Result<()> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),

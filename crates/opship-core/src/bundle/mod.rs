@@ -10,6 +10,7 @@ pub mod layout;
 pub mod metadata;
 pub mod pin;
 mod rbac;
+pub mod semantic;
 mod webhooks;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,6 +24,7 @@ use crate::yaml;
 pub use collect::ALLOWED_KINDS;
 pub use layout::{Drift, Files, MAX_FILES, MAX_TOTAL_BYTES, TARGET, check_size, drift, write_dir};
 pub use metadata::Metadata;
+pub use semantic::{SemanticDrift, semantic_drift, semantic_drift_dirs};
 
 /// Everything about the release that is not in the manifests.
 #[derive(Debug, Clone)]

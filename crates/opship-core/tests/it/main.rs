@@ -6,6 +6,7 @@ mod generate;
 mod image;
 mod roundtrip;
 mod sample;
+mod semantic;
 mod unpack;
 mod yaml_fast;
 

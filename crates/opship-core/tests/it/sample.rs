@@ -7,7 +7,7 @@ use opship_core::manifest::{self, Source};
 
 use crate::repo_dir;
 
-fn generate(version: &str) -> bundle::Bundle {
+pub(crate) fn generate(version: &str) -> bundle::Bundle {
     let project = Project::load(&repo_dir().join("bundle/opship.yaml")).unwrap();
     let c = &project.config;
     let objects = manifest::load(&Source::Path(

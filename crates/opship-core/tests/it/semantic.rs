@@ -1,0 +1,363 @@
+//! The semantic drift check: the sample bundle with edits that change nothing (key order,
+//! empty fields, tool annotations, comments, quoting) and edits that do, and operator-sdk's
+//! own bundle after a rewrite of every file.
+
+use std::path::{Path, PathBuf};
+
+use opship_core::bundle::semantic::{Change, Difference};
+use opship_core::bundle::{self, semantic_drift, semantic_drift_dirs};
+use opship_core::output::Overwrite;
+use opship_core::yaml;
+use serde_json::{Map, Value, json};
+
+use crate::repo_dir;
+use crate::sample::generate;
+
+const CSV: &str = "manifests/memcached-operator.clusterserviceversion.yaml";
+const CRD: &str = "manifests/cache.example.com_memcacheds.yaml";
+const READER: &str =
+    "manifests/memcached-operator-metrics-reader_rbac.authorization.k8s.io_v1_clusterrole.yaml";
+const VIEWER: &str = "manifests/memcached-operator-memcached-viewer-role_rbac.authorization.k8s.io_v1_clusterrole.yaml";
+const MONITOR: &str = "manifests/memcached-operator-controller-manager-metrics-monitor_monitoring.coreos.com_v1_servicemonitor.yaml";
+
+/// operator-sdk's bundles of real projects: `../shared/projects` next to the repository, else
+/// `/work/shared/projects`.
+fn projects_dir() -> PathBuf {
+    for c in [
+        repo_dir().join("../shared/projects"),
+        PathBuf::from("/work/shared/projects"),
+    ] {
+        if c.join("sdk-go-memcached/bundle").is_dir() {
+            return c;
+        }
+    }
+    panic!("shared/projects not found next to the repository or in /work/shared");
+}
+
+/// The value with every mapping's keys in reverse order.
+fn reversed(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut out = Map::new();
+            for (k, c) in m.iter().rev() {
+                out.insert(k.clone(), reversed(c));
+            }
+            Value::Object(out)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(reversed).collect()),
+        other => other.clone(),
+    }
+}
+
+fn read_yaml(path: &Path) -> Value {
+    yaml::read_stream(path).unwrap().remove(0).value
+}
+
+/// JSON is YAML too: every string double-quoted, keys in reverse order.
+fn write_json(path: &Path, v: &Value) {
+    std::fs::write(path, serde_json::to_string_pretty(&reversed(v)).unwrap()).unwrap();
+}
+
+/// `(file, object, path, change)` of each difference, as the assertions spell them.
+fn summary(d: &[Difference]) -> Vec<(String, String, String, String)> {
+    d.iter()
+        .map(|x| {
+            let change = match &x.change {
+                Change::Added(_) => "added".to_owned(),
+                Change::Removed(_) => "removed".to_owned(),
+                Change::Changed { old, new } => format!("{old} -> {new}"),
+                Change::Renamed => format!("renamed from {}", x.old_file.as_deref().unwrap()),
+                Change::DockerfileInParent => {
+                    format!("dockerfile {}", x.old_file.as_deref().unwrap())
+                }
+            };
+            (
+                x.file().to_owned(),
+                x.object
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
+                x.path.to_string(),
+                change,
+            )
+        })
+        .collect()
+}
+
+fn s(a: &str, b: &str, c: &str, d: &str) -> (String, String, String, String) {
+    (a.into(), b.into(), c.into(), d.into())
+}
+
+#[test]
+fn semantic_written_bundle_is_clean_and_a_missing_directory_lacks_everything() {
+    let b = generate("0.2.0");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("0.2.0");
+    bundle::write_dir(&b.files, &dir, Overwrite::Refuse).unwrap();
+    let d = semantic_drift(&b.files, &dir).unwrap();
+    assert!(d.differences.is_empty(), "{d:#?}");
+    assert!(d.is_clean());
+
+    let d = semantic_drift(&b.files, &tmp.path().join("absent")).unwrap();
+    assert!(!d.is_clean());
+    let added: Vec<&str> = d
+        .differences
+        .iter()
+        .filter(|x| matches!(x.change, Change::Added(_)) && x.path.is_root())
+        .map(Difference::file)
+        .collect();
+    let mut all: Vec<&str> = b.files.keys().map(String::as_str).collect();
+    all.sort();
+    assert_eq!(added, all);
+}
+
+#[test]
+fn semantic_edits_on_disk_give_exactly_the_real_differences() {
+    let b = generate("0.2.0");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("0.2.0");
+    bundle::write_dir(&b.files, &dir, Overwrite::Refuse).unwrap();
+
+    // Nothing: keys reordered, every string quoted (JSON), in one file.
+    write_json(&dir.join(READER), &read_yaml(&dir.join(READER)));
+    // Nothing: what operator-sdk adds to a CRD, and a comment.
+    let mut crd = read_yaml(&dir.join(CRD));
+    crd["metadata"]["creationTimestamp"] = Value::Null;
+    crd["status"] = json!({"acceptedNames": {"kind": "", "plural": ""}, "conditions": null, "storedVersions": null});
+    let text = format!(
+        "# generated by operator-sdk\n{}",
+        yaml::to_string(&crd).unwrap()
+    );
+    std::fs::write(dir.join(CRD), text).unwrap();
+    // The CSV: the tool annotations and empty fields (nothing), another image (a difference).
+    let mut csv = read_yaml(&dir.join(CSV));
+    let ann = &mut csv["metadata"]["annotations"];
+    ann["createdAt"] = json!("2024-01-02T03:04:05Z");
+    ann["operators.operatorframework.io/builder"] = json!("operator-sdk-v1.42.0");
+    ann["operators.operatorframework.io/project_layout"] = json!("go.kubebuilder.io/v4");
+    let dep = &mut csv["spec"]["install"]["spec"]["deployments"][0];
+    dep["spec"]["strategy"] = json!({});
+    let containers = dep["spec"]["template"]["spec"]["containers"]
+        .as_array_mut()
+        .unwrap();
+    let manager = containers
+        .iter_mut()
+        .find(|c| c["name"] == "manager")
+        .unwrap();
+    manager["image"] = json!("quay.io/other/op:1");
+    manager["resources"]["claims"] = json!([]);
+    // alm-examples compact instead of pretty-printed: the same JSON.
+    let alm: Value = serde_json::from_str(
+        csv["metadata"]["annotations"]["alm-examples"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    csv["metadata"]["annotations"]["alm-examples"] =
+        json!(serde_json::to_string(&reversed(&alm)).unwrap());
+    std::fs::write(dir.join(CSV), yaml::to_string(&reversed(&csv)).unwrap()).unwrap();
+    // A hand-named file: a note.
+    std::fs::rename(dir.join(VIEWER), dir.join("manifests/viewer-role.yaml")).unwrap();
+    // A missing object: a difference.
+    std::fs::remove_file(dir.join(MONITOR)).unwrap();
+    // operator-sdk's metrics keys, comments, another label order: nothing.
+    let ann_path = dir.join("metadata/annotations.yaml");
+    let text = std::fs::read_to_string(&ann_path).unwrap().replace(
+        "annotations:\n",
+        "annotations:\n  # Annotations for testing.\n  operators.operatorframework.io.metrics.builder: operator-sdk-v1.42.0\n",
+    );
+    std::fs::write(&ann_path, text).unwrap();
+    let df = dir.join("bundle.Dockerfile");
+    let mut lines: Vec<String> = std::fs::read_to_string(&df)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    lines.reverse();
+    lines.push("LABEL operators.operatorframework.io.metrics.mediatype.v1=metrics+v1".into());
+    std::fs::write(&df, lines.join("\n")).unwrap();
+
+    let d = semantic_drift(&b.files, &dir).unwrap();
+    let manager_image = "spec.install.spec.deployments[name=memcached-operator-controller-manager].spec.template.spec.containers[name=manager].image";
+    assert_eq!(
+        summary(&d.differences),
+        vec![
+            // By file name: `-` sorts before `.`.
+            s(
+                MONITOR,
+                "ServiceMonitor memcached-operator-controller-manager-metrics-monitor",
+                "",
+                "added"
+            ),
+            s(
+                VIEWER,
+                "ClusterRole memcached-operator-memcached-viewer-role",
+                "",
+                "renamed from manifests/viewer-role.yaml"
+            ),
+            s(
+                CSV,
+                "ClusterServiceVersion memcached-operator.v0.2.0",
+                manager_image,
+                "\"quay.io/other/op:1\" -> \"quay.io/example/memcached-operator:v0.2.0\""
+            ),
+        ]
+    );
+    assert!(!d.is_clean());
+    assert_eq!(d.changes().count(), 2);
+    assert_eq!(d.notes().count(), 1);
+}
+
+#[test]
+fn semantic_changed_labels_and_removed_fields_are_reported() {
+    let b = generate("0.3.0");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("0.3.0");
+    bundle::write_dir(&b.files, &dir, Overwrite::Refuse).unwrap();
+    let df = dir.join("bundle.Dockerfile");
+    let text = std::fs::read_to_string(&df)
+        .unwrap()
+        .replace("channels.v1=stable", "channels.v1=alpha")
+        .replace("LABEL com.redhat.openshift.versions=v4.14-v4.18\n", "");
+    std::fs::write(&df, text).unwrap();
+    let mut csv = read_yaml(&dir.join(CSV));
+    csv["spec"]["relatedImages"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|r| r["name"] != "manager");
+    csv["spec"]["minKubeVersion"] = json!("1.99.0");
+    std::fs::write(dir.join(CSV), yaml::to_string(&csv).unwrap()).unwrap();
+
+    let d = semantic_drift(&b.files, &dir).unwrap();
+    assert_eq!(
+        summary(&d.differences),
+        vec![
+            s(
+                "bundle.Dockerfile",
+                "",
+                "LABEL[\"com.redhat.openshift.versions\"]",
+                "added"
+            ),
+            s(
+                "bundle.Dockerfile",
+                "",
+                "LABEL[\"operators.operatorframework.io.bundle.channels.v1\"]",
+                "\"alpha\" -> \"stable\""
+            ),
+            s(
+                CSV,
+                "ClusterServiceVersion memcached-operator.v0.3.0",
+                "spec.minKubeVersion",
+                &format!("\"1.99.0\" -> {}", b.csv["spec"]["minKubeVersion"]),
+            ),
+            s(
+                CSV,
+                "ClusterServiceVersion memcached-operator.v0.3.0",
+                "spec.relatedImages[name=manager]",
+                "added"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn semantic_a_file_on_disk_that_is_not_yaml_is_an_error_with_its_line() {
+    let b = generate("0.1.0");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("0.1.0");
+    bundle::write_dir(&b.files, &dir, Overwrite::Refuse).unwrap();
+    std::fs::write(
+        dir.join("manifests/broken.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\ndata: [unclosed\n",
+    )
+    .unwrap();
+    let err = semantic_drift(&b.files, &dir).unwrap_err().to_string();
+    assert!(err.contains("manifests/broken.yaml:"), "{err}");
+    assert!(err.contains(":3:") || err.contains(":4:"), "{err}");
+
+    std::fs::write(dir.join("manifests/broken.yaml"), b"\xff\xfe binary").unwrap();
+    let err = semantic_drift(&b.files, &dir).unwrap_err().to_string();
+    assert!(
+        err.contains("manifests/broken.yaml") && err.contains("not UTF-8"),
+        "{err}"
+    );
+
+    std::fs::write(dir.join("manifests/broken.yaml"), "- just\n- a list\n").unwrap();
+    let err = semantic_drift(&b.files, &dir).unwrap_err().to_string();
+    assert!(
+        err.contains("manifests/broken.yaml:1:1") && err.contains("Kubernetes object"),
+        "{err}"
+    );
+}
+
+/// operator-sdk's bundle of its memcached sample, every YAML file rewritten (keys reversed,
+/// JSON style, comments gone, `alm-examples` compact), and its project-root `bundle.Dockerfile`
+/// moved into the bundle directory with its LABELs reordered and quoted: semantically the same.
+#[test]
+fn semantic_operator_sdk_bundle_survives_a_rewrite_of_every_file() {
+    let original = projects_dir().join("sdk-go-memcached/bundle");
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("bundle");
+    let mut rewritten = 0;
+    for sub in ["manifests", "metadata", "tests/scorecard"] {
+        std::fs::create_dir_all(copy.join(sub)).unwrap();
+        for e in std::fs::read_dir(original.join(sub)).unwrap() {
+            let path = e.unwrap().path();
+            let docs = yaml::read_stream(&path).unwrap();
+            assert_eq!(docs.len(), 1, "{}", path.display());
+            let mut v = docs[0].value.clone();
+            if let Some(alm) = v["metadata"]["annotations"]["alm-examples"].as_str() {
+                let parsed: Value = serde_json::from_str(alm).unwrap();
+                v["metadata"]["annotations"]["alm-examples"] =
+                    json!(serde_json::to_string(&reversed(&parsed)).unwrap());
+            }
+            let text = if rewritten % 2 == 0 {
+                serde_json::to_string_pretty(&reversed(&v)).unwrap()
+            } else {
+                yaml::to_string(&v).unwrap()
+            };
+            let target = copy.join(sub).join(path.file_name().unwrap());
+            assert_ne!(text.as_bytes(), std::fs::read(&path).unwrap().as_slice());
+            std::fs::write(target, text).unwrap();
+            rewritten += 1;
+        }
+    }
+    assert!(rewritten >= 10, "{rewritten}");
+    let df = std::fs::read_to_string(original.join("../bundle.Dockerfile")).unwrap();
+    let mut labels: Vec<String> = df
+        .lines()
+        .filter_map(|l| l.strip_prefix("LABEL "))
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap();
+            format!("LABEL \"{k}\"=\"{v}\"")
+        })
+        .collect();
+    labels.reverse();
+    std::fs::write(
+        copy.join("bundle.Dockerfile"),
+        format!(
+            "FROM scratch\n{}\nCOPY manifests /manifests/\n",
+            labels.join("\n")
+        ),
+    )
+    .unwrap();
+
+    let d = semantic_drift_dirs(&original, &copy).unwrap();
+    assert!(d.is_clean(), "{:#?}", d.changes().collect::<Vec<_>>());
+    assert_eq!(
+        summary(&d.differences),
+        vec![s(
+            "bundle.Dockerfile",
+            "",
+            "",
+            "dockerfile ../bundle.Dockerfile"
+        )]
+    );
+    // Against itself: no note either.
+    assert!(
+        semantic_drift_dirs(&original, &original)
+            .unwrap()
+            .differences
+            .is_empty()
+    );
+}
