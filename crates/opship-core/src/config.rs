@@ -369,8 +369,11 @@ operator:
   tag: v{{version}}
   placeholder: controller
 
-# The operator's manifests: `kustomize build config/default` saved to a file, or a directory.
-manifests: config/rendered.yaml
+# The operator's manifests: a kustomization that opship builds with kustomize (operator-sdk's
+# config/manifests: the base CSV, config/default, samples, scorecard), a saved
+# `kustomize build` stream, or a directory of rendered files. Not config/default alone: it has
+# no samples or scorecard and keeps the cert-manager wiring OLM replaces.
+manifests: config/manifests
 # The base ClusterServiceVersion: descriptions, icon, maintainers, install modes.
 csvBase: config/manifests/bases/{package}.clusterserviceversion.yaml
 # Where bundles are written.

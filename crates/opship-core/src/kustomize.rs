@@ -26,10 +26,7 @@ const MAX_OUTPUT: usize = 64 * 1024 * 1024;
 
 /// The kustomization file of `dir`, when `dir` is a kustomization root.
 pub fn kustomization_file(dir: &Path) -> Option<PathBuf> {
-    FILE_NAMES
-        .iter()
-        .map(|n| dir.join(n))
-        .find(|p| p.is_file())
+    FILE_NAMES.iter().map(|n| dir.join(n)).find(|p| p.is_file())
 }
 
 /// A kustomize found on PATH.
@@ -44,12 +41,12 @@ pub struct Tool {
 impl Tool {
     /// `kustomize build`, else `kubectl kustomize`, from `path` (the PATH variable's value).
     pub fn find_in(path: Option<&OsString>) -> Option<Tool> {
-        let dirs: Vec<PathBuf> = path.map(std::env::split_paths).into_iter().flatten().collect();
-        let lookup = |name: &str| {
-            dirs.iter()
-                .map(|d| d.join(name))
-                .find(|p| is_executable(p))
-        };
+        let dirs: Vec<PathBuf> = path
+            .map(std::env::split_paths)
+            .into_iter()
+            .flatten()
+            .collect();
+        let lookup = |name: &str| dirs.iter().map(|d| d.join(name)).find(|p| is_executable(p));
         if let Some(p) = lookup("kustomize") {
             return Some(Tool {
                 program: p,
@@ -114,7 +111,8 @@ pub fn build_with(tool: &Tool, dir: &Path, placeholder: Option<&str>) -> Result<
             .prefix("opship-kustomize-")
             .tempdir()
             .map_err(|e| Error::io(std::env::temp_dir(), e))?;
-        let from = std::fs::canonicalize(wrapper.path()).map_err(|e| Error::io(wrapper.path(), e))?;
+        let from =
+            std::fs::canonicalize(wrapper.path()).map_err(|e| Error::io(wrapper.path(), e))?;
         let to = std::fs::canonicalize(dir).map_err(|e| Error::io(dir, e))?;
         // kustomize refuses absolute resource paths; a relative one may leave the root.
         let rel = relative(&from, &to);
@@ -144,12 +142,19 @@ pub fn build_with(tool: &Tool, dir: &Path, placeholder: Option<&str>) -> Result<
         let mut err = String::from_utf8_lossy(&out.stderr).trim().to_owned();
         if target != dir {
             // The wrapper's path means nothing to the user.
-            err = err.replace(&target.to_string_lossy().into_owned(), "<opship's image override>");
+            err = err.replace(
+                &target.to_string_lossy().into_owned(),
+                "<opship's image override>",
+            );
         }
         return Err(Error::Input(format!(
             "`{shown}` failed ({}): {}",
             out.status,
-            if err.is_empty() { "no message".into() } else { err }
+            if err.is_empty() {
+                "no message".into()
+            } else {
+                err
+            }
         )));
     }
     if out.stdout.len() > MAX_OUTPUT {
@@ -240,7 +245,10 @@ mod tests {
             relative(Path::new("/tmp/a"), Path::new("/work/p/config")),
             PathBuf::from("../../work/p/config")
         );
-        assert_eq!(relative(Path::new("/a/b"), Path::new("/a/b/c")), PathBuf::from("c"));
+        assert_eq!(
+            relative(Path::new("/a/b"), Path::new("/a/b/c")),
+            PathBuf::from("c")
+        );
     }
 
     #[test]

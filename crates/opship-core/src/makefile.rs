@@ -151,9 +151,8 @@ impl Makefile {
                         return Err(mf.error(line_no, "`else` without a conditional"));
                     };
                     let (w2, rest2) = split_word(rest);
-                    if c.unknown.is_some() {
-                        c.taken = false;
-                    } else if c.done {
+                    // An unknown condition keeps every later branch unknown too.
+                    if c.unknown.is_some() || c.done {
                         c.taken = false;
                     } else if matches!(w2, "ifeq" | "ifneq" | "ifdef" | "ifndef") {
                         let parent_active = !conds[..conds.len() - 1]
@@ -228,7 +227,9 @@ impl Makefile {
                         value,
                         line_no,
                         is_override,
-                        uncertain.as_ref().map(|u| format!("it is set under a condition opship cannot evaluate ({u})")),
+                        uncertain.as_ref().map(|u| {
+                            format!("it is set under a condition opship cannot evaluate ({u})")
+                        }),
                     );
                 }
                 Some(Op::Rule { at }) => {
@@ -663,9 +664,24 @@ fn find_operator(s: &str) -> Option<Op<'static>> {
             b'=' if depth == 0 => {
                 if i > 0 {
                     match b[i - 1] {
-                        b'?' => return Some(Op::Assign { at: i - 1, op: "?=" }),
-                        b'+' => return Some(Op::Assign { at: i - 1, op: "+=" }),
-                        b'!' => return Some(Op::Assign { at: i - 1, op: "!=" }),
+                        b'?' => {
+                            return Some(Op::Assign {
+                                at: i - 1,
+                                op: "?=",
+                            });
+                        }
+                        b'+' => {
+                            return Some(Op::Assign {
+                                at: i - 1,
+                                op: "+=",
+                            });
+                        }
+                        b'!' => {
+                            return Some(Op::Assign {
+                                at: i - 1,
+                                op: "!=",
+                            });
+                        }
                         _ => {}
                     }
                 }
@@ -780,9 +796,15 @@ BUNDLE_GEN_FLAGS ?= -q --overwrite --version $(VERSION) $(BUNDLE_METADATA_OPTS)\
 USE_IMAGE_DIGESTS ?= false\nifeq ($(USE_IMAGE_DIGESTS), true)\n\tBUNDLE_GEN_FLAGS += --use-image-digests\nendif\n\
 IMG ?= controller:latest\n\
 bundle: manifests ## Generate bundle\n\t$(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bundle $(BUNDLE_GEN_FLAGS)\n");
-        assert_eq!(get(&m, "BUNDLE_IMG").unwrap(), "example.com/op-bundle:v0.0.1");
         assert_eq!(
-            get(&m, "BUNDLE_GEN_FLAGS").unwrap().split_whitespace().collect::<Vec<_>>(),
+            get(&m, "BUNDLE_IMG").unwrap(),
+            "example.com/op-bundle:v0.0.1"
+        );
+        assert_eq!(
+            get(&m, "BUNDLE_GEN_FLAGS")
+                .unwrap()
+                .split_whitespace()
+                .collect::<Vec<_>>(),
             ["-q", "--overwrite", "--version", "0.0.1"]
         );
         assert_eq!(get(&m, "IMG").unwrap(), "controller:latest");
@@ -817,8 +839,10 @@ bundle: manifests ## Generate bundle\n\t$(KUSTOMIZE) build config/manifests | $(
 
     #[test]
     fn continuation_comments_else_define() {
-        let m = mf("X = a \\\n    b # comment\nifeq (1,2)\nY = no\nelse ifeq (1,1)\nY = yes\nelse\nY = other\nendif\n\
-define go-install-tool\n@[ -f $(1) ] || echo\nendef\nZ = \\#hash\n");
+        let m = mf(
+            "X = a \\\n    b # comment\nifeq (1,2)\nY = no\nelse ifeq (1,1)\nY = yes\nelse\nY = other\nendif\n\
+define go-install-tool\n@[ -f $(1) ] || echo\nendef\nZ = \\#hash\n",
+        );
         assert_eq!(get(&m, "X").unwrap(), "a b");
         assert_eq!(get(&m, "Y").unwrap(), "yes");
         assert_eq!(get(&m, "Z").unwrap(), "#hash");
@@ -829,13 +853,24 @@ define go-install-tool\n@[ -f $(1) ] || echo\nendef\nZ = \\#hash\n");
         let m = mf("GIT := $(shell git describe)\nIMG ?= quay.io/x/op:$(GIT)\nOK = 1\n");
         let err = m.get("IMG").unwrap_err().to_string();
         assert!(err.starts_with("Makefile:2:1:"), "{err}");
-        assert!(err.contains("$(shell git describe)") && err.contains("--set IMG="), "{err}");
+        assert!(
+            err.contains("$(shell git describe)") && err.contains("--set IMG="),
+            "{err}"
+        );
         assert_eq!(get(&m, "OK").unwrap(), "1");
         let m = mf("V != git describe\n");
-        assert!(m.get("V").unwrap_err().to_string().contains("shell command"));
+        assert!(
+            m.get("V")
+                .unwrap_err()
+                .to_string()
+                .contains("shell command")
+        );
         let m = mf("ifeq ($(shell uname),Linux)\nA = 1\nendif\nB = 2\n");
         let err = m.get("A").unwrap_err().to_string();
-        assert!(err.starts_with("Makefile:2:1:") && err.contains("line 1"), "{err}");
+        assert!(
+            err.starts_with("Makefile:2:1:") && err.contains("line 1"),
+            "{err}"
+        );
         assert_eq!(get(&m, "B").unwrap(), "2");
     }
 
