@@ -535,11 +535,24 @@ pub enum OutputFormat {
 #[derive(Debug, Args)]
 pub struct InitArgs {
     /// OLM package name (default: the current directory's name).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "from_operator_sdk")]
     pub package: Option<String>,
-    /// Where to write the config.
-    #[arg(long, default_value = "opship.yaml")]
-    pub path: PathBuf,
+    /// Adopt an operator-sdk/kubebuilder project (default when ./PROJECT exists): read
+    /// PROJECT, the Makefile's variables, config/manifests and config/manager, and write the
+    /// opship.yaml that reproduces its `make bundle`.
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = ".")]
+    pub from_operator_sdk: Option<PathBuf>,
+    /// With --from-operator-sdk: the kustomization to build, relative to DIR (default: what
+    /// the Makefile's bundle recipe builds, else config/manifests).
+    #[arg(long, value_name = "DIR")]
+    pub manifests: Option<PathBuf>,
+    /// With --from-operator-sdk: a make variable as on make's command line (`IMG=…`),
+    /// repeatable.
+    #[arg(long = "set", value_name = "VAR=VALUE")]
+    pub make_vars: Vec<String>,
+    /// Where to write the config (default: opship.yaml, in DIR when adopting).
+    #[arg(long)]
+    pub path: Option<PathBuf>,
     /// Overwrite an existing file.
     #[arg(long)]
     pub force: bool,

@@ -60,6 +60,16 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
             .map(|r| r.version.clone())
             .collect(),
         (_, Some(v), _) => vec![v.clone()],
+        // The newest release of the config (listed oldest first).
+        (false, None, Some(p)) if !p.config.releases.is_empty() => {
+            vec![
+                p.config
+                    .releases
+                    .last()
+                    .map(|r| r.version.clone())
+                    .unwrap_or_default(),
+            ]
+        }
         // As operator-sdk: the version of the base CSV generation starts from.
         _ => {
             let inputs = Inputs {

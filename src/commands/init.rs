@@ -1,18 +1,21 @@
-//! `opship init`: the starter config.
+//! `opship init`: the starter config, or a config adopted from an operator-sdk project.
 
-use opship_core::config;
+use std::path::{Path, PathBuf};
+
+use opship_core::{config, operator_sdk};
 
 use super::{CmdError, ExitStatus};
 use crate::cli::InitArgs;
 
 pub fn run(args: &InitArgs) -> Result<ExitStatus, CmdError> {
-    if args.path.exists() && !args.force {
-        return Err(format!(
-            "{} already exists; pass --force to overwrite it",
-            args.path.display()
-        )
-        .into());
+    let from = args.from_operator_sdk.clone().or_else(|| {
+        (args.package.is_none() && Path::new("PROJECT").is_file()).then(|| PathBuf::from("."))
+    });
+    if let Some(dir) = from {
+        return adopt(args, &dir);
     }
+    let path = args.path.clone().unwrap_or_else(|| "opship.yaml".into());
+    refuse_existing(&path, args.force)?;
     let package = match &args.package {
         Some(p) => p.clone(),
         None => std::env::current_dir()?
@@ -26,8 +29,53 @@ pub fn run(args: &InitArgs) -> Result<ExitStatus, CmdError> {
         )
         .into());
     }
-    opship_core::fsutil::write_atomic(&args.path, config::starter(&package).as_bytes())?;
-    tracing::info!("wrote {}", args.path.display());
-    println!("wrote {} for package {package}", args.path.display());
+    opship_core::fsutil::write_atomic(&path, config::starter(&package).as_bytes())?;
+    tracing::info!("wrote {}", path.display());
+    println!("wrote {} for package {package}", path.display());
+    Ok(ExitStatus::Success)
+}
+
+fn refuse_existing(path: &Path, force: bool) -> Result<(), CmdError> {
+    if path.exists() && !force {
+        return Err(format!(
+            "{} already exists; pass --force to overwrite it",
+            path.display()
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn adopt(args: &InitArgs, dir: &Path) -> Result<ExitStatus, CmdError> {
+    let path = args.path.clone().unwrap_or_else(|| dir.join("opship.yaml"));
+    refuse_existing(&path, args.force)?;
+    let mut make_vars = Vec::new();
+    for v in &args.make_vars {
+        let (k, val) = v
+            .split_once('=')
+            .ok_or_else(|| format!("--set `{v}` is not VAR=VALUE"))?;
+        make_vars.push((k.trim().to_owned(), val.to_owned()));
+    }
+    let adoption = operator_sdk::adopt(&operator_sdk::Request {
+        dir: dir.to_path_buf(),
+        manifests: args.manifests.clone(),
+        make_vars,
+    })?;
+    let text = operator_sdk::config_text(&adoption)?;
+    opship_core::fsutil::write_atomic(&path, text.as_bytes())?;
+    println!(
+        "wrote {} from the operator-sdk project {}",
+        path.display(),
+        dir.display()
+    );
+    for f in &adoption.found {
+        println!("  {}: {}  ({})", f.key, f.value, f.from);
+    }
+    if !adoption.to_decide.is_empty() {
+        println!("still to decide:");
+        for d in &adoption.to_decide {
+            println!("  - {d}");
+        }
+    }
     Ok(ExitStatus::Success)
 }

@@ -1,6 +1,7 @@
 //! Integration tests of the `opship` binary, one test binary: the sample operator end to end,
 //! drift checks, kustomize interop and bad input.
 
+mod adopt;
 mod bad_input;
 mod build;
 mod catalog;

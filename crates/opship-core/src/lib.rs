@@ -13,6 +13,7 @@ pub mod kustomize;
 pub mod makefile;
 pub mod manifest;
 pub mod naming;
+pub mod operator_sdk;
 pub mod output;
 pub mod semver_range;
 pub mod yaml;

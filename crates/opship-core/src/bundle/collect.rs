@@ -86,6 +86,37 @@ const RBAC: &str = "rbac.authorization.k8s.io";
 /// Sorts `objects` into a [`Collected`]. Identical objects (a resource listed twice in a
 /// kustomization) count once. A kind a bundle cannot hold is an error unless excluded.
 pub(crate) fn collect(objects: Vec<Object>, exclude_kinds: &[String]) -> Result<Collected> {
+    let (c, refused) = sort(objects, exclude_kinds)?;
+    if !refused.is_empty() {
+        return Err(refusal(&refused));
+    }
+    for d in &c.deployments {
+        check_deployment(d)?;
+    }
+    for w in &c.webhook_configs {
+        if !w.value()["webhooks"].is_array() && !w.value()["webhooks"].is_null() {
+            return Err(w.error("/webhooks", "`webhooks` must be a list"));
+        }
+    }
+    Ok(c)
+}
+
+/// The kinds among `objects` that generation would refuse with `exclude_kinds`, each once in
+/// the order first seen (what `opship init` excludes where operator-sdk drops silently).
+pub fn refused_kinds(objects: &[Object], exclude_kinds: &[String]) -> Vec<String> {
+    let mut kinds: Vec<String> = Vec::new();
+    if let Ok((_, refused)) = sort(objects.to_vec(), exclude_kinds) {
+        for o in refused {
+            if !kinds.iter().any(|k| k == o.kind()) {
+                kinds.push(o.kind().to_owned());
+            }
+        }
+    }
+    kinds
+}
+
+/// Objects by what generation does with them, and those it refuses.
+fn sort(objects: Vec<Object>, exclude_kinds: &[String]) -> Result<(Collected, Vec<Object>)> {
     let mut c = Collected::default();
     let mut seen: HashSet<String> = HashSet::new();
     let mut rest = Vec::new();
@@ -144,18 +175,7 @@ pub(crate) fn collect(objects: Vec<Object>, exclude_kinds: &[String]) -> Result<
             refused.push(o);
         }
     }
-    if !refused.is_empty() {
-        return Err(refusal(&refused));
-    }
-    for d in &c.deployments {
-        check_deployment(d)?;
-    }
-    for w in &c.webhook_configs {
-        if !w.value()["webhooks"].is_array() && !w.value()["webhooks"].is_null() {
-            return Err(w.error("/webhooks", "`webhooks` must be a list"));
-        }
-    }
-    Ok(c)
+    Ok((c, refused))
 }
 
 /// At most this many refused objects (and kinds) are named in the error: a stream of a

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::manifest::Object;
 use crate::yaml;
 
-pub use collect::ALLOWED_KINDS;
+pub use collect::{ALLOWED_KINDS, refused_kinds};
 pub use layout::{Drift, Files, MAX_FILES, MAX_TOTAL_BYTES, TARGET, check_size, drift, write_dir};
 pub use metadata::Metadata;
 pub use semantic::{SemanticDrift, semantic_drift, semantic_drift_dirs};
