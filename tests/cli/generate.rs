@@ -476,9 +476,35 @@ fn operator_image_flag_overrides_the_config() {
 #[test]
 fn version_defaults_to_the_base_csvs() {
     let (_t, dir) = sample_copy();
+    // A config with releases: the newest one.
     let r = generate_sample(&dir, &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let csv = out_csv(&dir);
+    assert!(csv.contains("name: memcached-operator.v0.3.0\n"), "{csv}");
+
+    // No releases: the base CSV's version, as operator-sdk.
+    let out = dir.join("from-base");
+    let r = run(opship()
+        .current_dir(dir.parent().unwrap())
+        .args([
+            "generate",
+            "bundle",
+            "--package",
+            "memcached-operator",
+            "--input",
+            "bundle/config",
+            "--base-csv",
+            "bundle/base/memcached-operator.clusterserviceversion.yaml",
+            "--operator-image",
+            "quay.io/example/memcached-operator",
+            "-o",
+        ])
+        .arg(&out));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let csv = std::fs::read_to_string(
+        out.join("manifests/memcached-operator.clusterserviceversion.yaml"),
+    )
+    .unwrap();
     assert!(csv.contains("name: memcached-operator.v0.0.0\n"), "{csv}");
     assert!(
         csv.contains("image: quay.io/example/memcached-operator:v0.0.0\n"),
