@@ -9,17 +9,7 @@ use std::path::{Path, PathBuf};
 
 use opship_core::bundle::semantic::Change;
 
-use crate::{copy_dir, opship, repo, run};
-
-fn projects() -> PathBuf {
-    [
-        repo().join("../shared/projects"),
-        "/work/shared/projects".into(),
-    ]
-    .into_iter()
-    .find(|p: &PathBuf| p.is_dir())
-    .expect("shared/projects not found")
-}
+use crate::{copy_dir, opship, run, shared_projects};
 
 /// kubebuilder's Makefile head and `bundle` target.
 fn makefile(version: &str, img: &str, tag_base: &str, extra: &str) -> String {
@@ -45,7 +35,7 @@ bundle: manifests kustomize operator-sdk ## Generate bundle manifests and metada
 fn copy(name: &str) -> (tempfile::TempDir, PathBuf) {
     let t = tempfile::tempdir().unwrap();
     let p = t.path().join(name);
-    copy_dir(&projects().join(name), &p);
+    copy_dir(&shared_projects().join(name), &p);
     std::fs::rename(p.join("bundle"), p.join("committed")).unwrap();
     if p.join("bundle.Dockerfile").is_file() {
         std::fs::rename(

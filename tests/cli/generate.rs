@@ -733,15 +733,7 @@ fn semantic_check_reads_operator_sdk_s_root_dockerfile_and_refuses_bad_yaml() {
 fn kustomization_input_is_built_with_the_operator_image_set() {
     let t = tempfile::tempdir().unwrap();
     let proj = t.path().join("p");
-    // `../shared/projects` next to the repository, else the machine's copy.
-    let projects = [
-        repo().join("../shared/projects"),
-        "/work/shared/projects".into(),
-    ]
-    .into_iter()
-    .find(|p: &std::path::PathBuf| p.is_dir())
-    .expect("shared/projects not found");
-    crate::copy_dir(&projects.join("sdk-go-memcached"), &proj);
+    crate::copy_dir(&crate::shared_projects().join("sdk-go-memcached"), &proj);
     let before = read_tree(&proj.join("config"));
     let out = t.path().join("out");
     let r = run(opship()
@@ -795,9 +787,9 @@ fn kustomization_errors_are_clear() {
     let out = t.path().join("out");
     let empty = t.path().join("empty-path");
     std::fs::create_dir(&empty).unwrap();
-    let r = run(opship()
-        .env("PATH", &empty)
-        .args([
+    let generate = || {
+        let mut c = opship();
+        c.args([
             "generate",
             "bundle",
             "--package",
@@ -808,7 +800,10 @@ fn kustomization_errors_are_clear() {
         ])
         .arg(&k)
         .arg("-o")
-        .arg(&out));
+        .arg(&out);
+        c
+    };
+    let r = run(generate().env("PATH", &empty));
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
         r.stderr.contains("`kustomize` or `kubectl`") && r.stderr.contains("kustomization.yaml"),
@@ -816,19 +811,7 @@ fn kustomization_errors_are_clear() {
         r.stderr
     );
     assert!(!out.exists());
-    let r = run(opship()
-        .args([
-            "generate",
-            "bundle",
-            "--package",
-            "x",
-            "--version",
-            "0.1.0",
-            "--input",
-        ])
-        .arg(&k)
-        .arg("-o")
-        .arg(&out));
+    let r = run(&mut generate());
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
         r.stderr.contains("failed") && r.stderr.contains("missing.yaml"),

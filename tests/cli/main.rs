@@ -46,6 +46,18 @@ pub fn opship() -> Command {
     c
 }
 
+/// The real operator projects: `../shared/projects` next to the repository, else the
+/// machine's copy.
+pub fn shared_projects() -> PathBuf {
+    [
+        repo().join("../shared/projects"),
+        "/work/shared/projects".into(),
+    ]
+    .into_iter()
+    .find(|p: &PathBuf| p.is_dir())
+    .expect("shared/projects not found")
+}
+
 /// Copies a directory tree.
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();

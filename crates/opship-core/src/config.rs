@@ -164,11 +164,7 @@ impl OperatorImage {
                 "has a digest; give a tag (--use-image-digests pins it to its digest)",
             ));
         }
-        let name_start = arg.rfind('/').map_or(0, |i| i + 1);
-        let (image, tag) = match arg[name_start..].rfind(':') {
-            Some(i) => (&arg[..name_start + i], Some(&arg[name_start + i + 1..])),
-            None => (arg, None),
-        };
+        let (image, tag) = split_tag(arg);
         if image.is_empty()
             || image.ends_with('/')
             || image.starts_with('/')
@@ -335,6 +331,23 @@ impl Project {
     /// The release entry for `version`, if the config lists one.
     pub fn release(&self, version: &str) -> Option<&Release> {
         self.config.releases.iter().find(|r| r.version == version)
+    }
+}
+
+/// An image reference as repository and tag: the tag follows a `:` after the last `/`, so a
+/// registry port (`127.0.0.1:5000/op`) is not taken for one. A reference with a digest is all
+/// repository (`None` tag): the digest is not a tag.
+pub fn split_tag(reference: &str) -> (&str, Option<&str>) {
+    if reference.contains('@') {
+        return (reference, None);
+    }
+    let name_start = reference.rfind('/').map_or(0, |i| i + 1);
+    match reference[name_start..].rfind(':') {
+        Some(i) => (
+            &reference[..name_start + i],
+            Some(&reference[name_start + i + 1..]),
+        ),
+        None => (reference, None),
     }
 }
 

@@ -257,7 +257,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     };
     let operator = match image {
         Some((reference, from)) => {
-            let (repo, tag) = split_reference(&reference);
+            let (repo, tag) = crate::config::split_tag(&reference);
             let tag = tag.map(|t| match &version {
                 Some(v) if t.contains(v.as_str()) => t.replace(v.as_str(), "{version}"),
                 _ => t.to_owned(),
@@ -294,7 +294,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         ("catalog", "CATALOG_IMG", "-catalog"),
     ] {
         let value = match var(var_name)? {
-            Some((i, from)) => Some((split_reference(&i).0.to_owned(), from)),
+            Some((i, from)) => Some((crate::config::split_tag(&i).0.to_owned(), from)),
             None => var("IMAGE_TAG_BASE")?.map(|(b, from)| (format!("{b}{suffix}"), from)),
         };
         if let Some((repo, from)) = value {
@@ -584,18 +584,6 @@ fn sub_kustomizations(dir: &Path) -> Vec<String> {
         .collect();
     out.sort();
     out
-}
-
-/// `repo[:tag]` (a `:` after the last `/`; a digest stays in the repository part).
-fn split_reference(r: &str) -> (&str, Option<&str>) {
-    if r.contains('@') {
-        return (r, None);
-    }
-    let slash = r.rfind('/').map_or(0, |i| i + 1);
-    match r[slash..].rfind(':') {
-        Some(i) => (&r[..slash + i], Some(&r[slash + i + 1..])),
-        None => (r, None),
-    }
 }
 
 fn rel(base: &Path, p: &Path) -> String {
