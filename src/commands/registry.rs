@@ -316,8 +316,17 @@ pub fn pull(args: &PullArgs) -> Result<ExitStatus, CmdError> {
         deadline(args.limits.deadline)?,
     )?;
     let report = runtime()?.block_on(client.pull_to_layout(&source, &dir, &tag))?;
+    let platforms = if report.platforms.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "an index of {} manifests for {}; ",
+            report.manifests - 1,
+            report.platforms.join(", ")
+        )
+    };
     super::progress::note(&format!(
-        "pulled {} into {}:{tag} ({} blobs, {} bytes)",
+        "pulled {} into {}:{tag} ({platforms}{} blobs, {} bytes)",
         args.source,
         dir.display(),
         report.blobs,
@@ -339,6 +348,17 @@ pub fn inspect(args: &InspectArgs) -> Result<ExitStatus, CmdError> {
     let i = runtime()?.block_on(client.inspect(&reference))?;
     let mut out = std::io::stdout().lock();
     match args.output {
+        RegistryOutput::Json if i.is_index() => {
+            let v = serde_json::json!({
+                "reference": args.reference,
+                "digest": i.digest.to_string(),
+                "mediaType": i.media_type,
+                "manifest": i.manifest,
+                "manifests": i.manifests,
+            });
+            serde_json::to_writer_pretty(&mut out, &v)?;
+            writeln!(out)?;
+        }
         RegistryOutput::Json => {
             let v = serde_json::json!({
                 "reference": args.reference,
@@ -354,9 +374,24 @@ pub fn inspect(args: &InspectArgs) -> Result<ExitStatus, CmdError> {
         RegistryOutput::Text => {
             writeln!(out, "Digest:    {}", i.digest)?;
             writeln!(out, "MediaType: {}", i.media_type)?;
-            writeln!(out, "Labels:")?;
-            for (k, v) in &i.labels {
-                writeln!(out, "  {k}={v}")?;
+            if i.is_index() {
+                writeln!(out, "Manifests:")?;
+                for m in &i.manifests {
+                    let platform = m
+                        .platform
+                        .as_ref()
+                        .map_or_else(|| "unknown".to_owned(), ToString::to_string);
+                    writeln!(
+                        out,
+                        "  {} {platform} ({}, {} bytes)",
+                        m.descriptor.digest, m.descriptor.media_type, m.descriptor.size
+                    )?;
+                }
+            } else {
+                writeln!(out, "Labels:")?;
+                for (k, v) in &i.labels {
+                    writeln!(out, "  {k}={v}")?;
+                }
             }
         }
     }

@@ -129,11 +129,21 @@ pub fn plan(dir: &Path, namespace: &str) -> Result<Vec<Planned>> {
     Ok(out)
 }
 
-/// The bundle package label of the image `desc` points to.
+/// The bundle package label of the image `desc` points to (of the first image an index lists,
+/// for a multi-platform image: its platforms carry the same bundle).
 fn package_of(
     layout: &Layout,
     desc: &opship_core::image::oci::Descriptor,
 ) -> Result<Option<String>> {
+    if opship_core::image::oci::is_index_type(&desc.media_type) {
+        let first = layout.manifest_tree(desc)?.into_iter().find(|n| {
+            matches!(n.kind, opship_core::image::oci::ManifestKind::Image(_))
+        });
+        return match first {
+            Some(n) => package_of(layout, &n.descriptor),
+            None => Ok(None),
+        };
+    }
     let manifest_bytes = layout.read_blob(desc)?;
     let manifest: Manifest = serde_json::from_slice(&manifest_bytes).map_err(|e| {
         Error::Input(format!(

@@ -7,8 +7,11 @@ use std::path::Path;
 use std::time::Duration;
 
 pub use oci_client::Reference;
+use futures_util::{StreamExt as _, TryStreamExt as _};
 use opship_core::image::layout::{self, Layout};
-use opship_core::image::oci::{Descriptor, Digest, Manifest, media};
+use opship_core::image::oci::{
+    self, Descriptor, Digest, ImageIndex, IndexEntry, ManifestKind, media,
+};
 use reqwest::header::HeaderValue;
 
 use crate::auth::Auth;
@@ -95,25 +98,47 @@ pub struct PullReport {
     pub digest: Digest,
     /// Media type of the manifest.
     pub media_type: String,
-    /// Blobs fetched (config and layers).
+    /// Blobs of the image or of all its platforms (configs and layers, each digest once).
     pub blobs: usize,
-    /// Bytes fetched (blobs and manifest).
+    /// Manifests stored: 1 for an image; for an index the index and every manifest it lists.
+    pub manifests: usize,
+    /// The platforms of an index (`linux/amd64`, …, in index order); empty for an image.
+    pub platforms: Vec<String>,
+    /// Bytes of the blobs and manifests.
     pub bytes: u64,
 }
 
-/// A remote image's manifest and config.
+/// A remote image's manifest and config, or an image index's manifest and entries.
 #[derive(Debug, Clone)]
 pub struct Inspection {
-    /// Digest of the manifest.
+    /// Digest of the manifest (of the index for a multi-platform image).
     pub digest: Digest,
     /// Media type of the manifest.
     pub media_type: String,
     /// The manifest.
     pub manifest: serde_json::Value,
-    /// The config blob.
+    /// The config blob (`null` for an index).
     pub config: serde_json::Value,
-    /// The config's labels.
+    /// The config's labels (none for an index).
     pub labels: BTreeMap<String, String>,
+    /// For an index or manifest list: its entries with their platforms (empty for an image).
+    pub manifests: Vec<IndexEntry>,
+}
+
+impl Inspection {
+    /// Whether this is an image index or Docker manifest list.
+    pub fn is_index(&self) -> bool {
+        oci::is_index_type(&self.media_type)
+    }
+}
+
+/// A manifest fetched from a registry: bytes, digest (checked), media type, parsed.
+#[derive(Debug, Clone)]
+struct Remote {
+    bytes: Vec<u8>,
+    digest: Digest,
+    media_type: String,
+    kind: ManifestKind,
 }
 
 /// Parses an image reference (`host[:port]/repo[:tag][@digest]`).
@@ -135,7 +160,19 @@ pub fn is_loopback(registry: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-const ACCEPT: &[&str] = &[media::OCI_MANIFEST, media::DOCKER_MANIFEST];
+/// The `Accept` of every manifest request that resolves a reference: image indexes and Docker
+/// manifest lists as well as both image manifest types. Without the index types a registry
+/// picks a platform for a manifest list (distribution: linux/amd64) and answers 404 for an
+/// OCI index, so a tag would resolve to different digests in different commands.
+pub(crate) const ACCEPT_ANY: &[&str] = &[
+    media::OCI_INDEX,
+    media::DOCKER_LIST,
+    media::OCI_MANIFEST,
+    media::DOCKER_MANIFEST,
+];
+
+/// Blobs fetched or pushed at the same time for one pull or push of an index.
+const BLOB_JOBS: usize = 8;
 
 impl Registry {
     /// A client for the registry of `reference`. The deadline starts now.
@@ -166,10 +203,13 @@ impl Registry {
         &self.host
     }
 
-    /// Pushes the image tagged `tag` in the layout at `layout_dir` to `target`: blobs the
-    /// registry lacks (HEAD first; mounted from `from` when given), the manifest by digest,
-    /// then the tag of `target` (if it has one), the blobs at the same time. When the tag
-    /// already holds this manifest, nothing else is sent.
+    /// Pushes what `tag` names in the layout at `layout_dir` to `target`. An image: the blobs
+    /// the registry lacks (HEAD first; mounted from `from` when given), the manifest by
+    /// digest, then the tag of `target` (if it has one), the blobs at the same time. An image
+    /// index or Docker manifest list: the blobs of every image it lists (each digest once),
+    /// every listed manifest by digest (children before the index that lists them), the
+    /// index by digest, then the tag. When the tag already holds this manifest, nothing else
+    /// is sent.
     pub async fn push_from_layout(
         &self,
         layout_dir: &Path,
@@ -177,17 +217,31 @@ impl Registry {
         target: &Reference,
         from: Option<&Reference>,
     ) -> Result<PushReport> {
-        let image = Layout::new(layout_dir).read_image(tag)?;
-        let by_digest = target.clone_with_digest(image.descriptor.digest.to_string());
+        let layout = Layout::new(layout_dir);
+        let desc = layout.tagged(tag)?;
         if let Some(d) = target.digest()
-            && d != image.descriptor.digest.as_str()
+            && d != desc.digest.as_str()
         {
             return Err(Error::Input(format!(
                 "{}: the image `{tag}` is {}, not {d}",
                 layout_dir.display(),
-                image.descriptor.digest
+                desc.digest
             )));
         }
+        let tagged = target.tag().map(|t| {
+            Reference::with_tag(
+                target.registry().to_owned(),
+                target.repository().to_owned(),
+                t.to_owned(),
+            )
+        });
+        if oci::is_index_type(&desc.media_type) {
+            return self
+                .push_index_from_layout(&layout, &desc, target, tagged.as_ref(), from)
+                .await;
+        }
+        let image = layout.read_image(tag)?;
+        let by_digest = target.clone_with_digest(image.descriptor.digest.to_string());
         let mut image = image;
         let blobs: Vec<(&Descriptor, bytes::Bytes)> = std::iter::once((
             &image.manifest.config,
@@ -208,27 +262,11 @@ impl Registry {
             mounted: 0,
             uploaded_bytes: 0,
         };
-        let tagged = target.tag().map(|t| {
-            Reference::with_tag(
-                target.registry().to_owned(),
-                target.repository().to_owned(),
-                t.to_owned(),
-            )
-        });
-        // A re-push costs one request: when the tag already holds these exact manifest bytes,
-        // the registry has every blob too (it refuses manifests with missing blobs). A
-        // missing tag or a refusal here just means: push (the push says why it fails).
-        if let Some(tagged) = &tagged {
-            match self.get_manifest(tagged, ACCEPT, true, true).await {
-                Ok(Some(m)) if m.digest == image.descriptor.digest => {
-                    tracing::info!("{}: {} is up to date", self.host, tagged.whole());
-                    report.skipped = report.blobs;
-                    return Ok(report);
-                }
-                Ok(_) => {}
-                Err(e @ Error::Deadline { .. }) => return Err(e),
-                Err(e) => tracing::debug!("{}: {}: {e}", self.host, tagged.whole()),
-            }
+        if let Some(tagged) = &tagged
+            && self.tag_holds(tagged, &report.digest).await?
+        {
+            report.skipped = report.blobs;
+            return Ok(report);
         }
         // The blobs of one image go up at the same time; the manifest waits for all of them.
         let outcomes = futures_util::future::try_join_all(
@@ -237,13 +275,7 @@ impl Registry {
                 .map(|(desc, data)| self.push_blob(&by_digest, from, desc, data)),
         )
         .await?;
-        for outcome in outcomes {
-            match outcome {
-                BlobPush::Present => report.skipped += 1,
-                BlobPush::Mounted => report.mounted += 1,
-                BlobPush::Uploaded(n) => report.uploaded_bytes += n,
-            }
-        }
+        report.count(outcomes);
         let content_type = image
             .manifest
             .media_type
@@ -255,6 +287,86 @@ impl Registry {
         self.put_manifest(&by_digest, &body, &content_type).await?;
         if let Some(tagged) = &tagged {
             self.put_manifest(tagged, &body, &content_type).await?;
+        }
+        Ok(report)
+    }
+
+    /// Whether the tag `tagged` holds the manifest `digest` already. A re-push costs this one
+    /// request: the registry has every blob and child manifest of what a tag holds (it
+    /// refuses manifests whose blobs or children are missing). A missing tag or a refusal
+    /// here just means: push (the push says why it fails).
+    async fn tag_holds(&self, tagged: &Reference, digest: &Digest) -> Result<bool> {
+        match self.get_manifest(tagged, ACCEPT_ANY, true, true).await {
+            Ok(Some(m)) if m.digest == *digest => {
+                tracing::info!("{}: {} is up to date", self.host, tagged.whole());
+                Ok(true)
+            }
+            Ok(_) => Ok(false),
+            Err(e @ Error::Deadline { .. }) => Err(e),
+            Err(e) => {
+                tracing::debug!("{}: {}: {e}", self.host, tagged.whole());
+                Ok(false)
+            }
+        }
+    }
+
+    /// The index `desc` of `layout` and everything it lists, in the order the registry
+    /// accepts them: blobs, image manifests, nested indexes, the index, the tag.
+    async fn push_index_from_layout(
+        &self,
+        layout: &Layout,
+        desc: &Descriptor,
+        target: &Reference,
+        tagged: Option<&Reference>,
+        from: Option<&Reference>,
+    ) -> Result<PushReport> {
+        // Every manifest is read and verified before anything is sent.
+        let nodes = layout.manifest_tree(desc)?;
+        let blobs = image_blobs(nodes.iter().map(|n| &n.kind));
+        let mut report = PushReport {
+            digest: desc.digest.clone(),
+            blobs: blobs.len(),
+            skipped: 0,
+            mounted: 0,
+            uploaded_bytes: 0,
+        };
+        if let Some(tagged) = tagged
+            && self.tag_holds(tagged, &desc.digest).await?
+        {
+            report.skipped = report.blobs;
+            return Ok(report);
+        }
+        let by_digest = |d: &Digest| target.clone_with_digest(d.to_string());
+        let repo = by_digest(&desc.digest);
+        // A few blobs at a time, each read (and verified) from the layout just before it goes
+        // up, so memory holds at most BLOB_JOBS blobs whatever the number of platforms.
+        let outcomes: Vec<BlobPush> = futures_util::stream::iter(blobs.values())
+            .map(|d| {
+                let repo = &repo;
+                async move {
+                    let data = layout.read_blob(d)?;
+                    self.push_blob(repo, from, d, bytes::Bytes::from(data))
+                        .await
+                }
+            })
+            .buffer_unordered(BLOB_JOBS)
+            .try_collect()
+            .await?;
+        report.count(outcomes);
+        // Children before the index that lists them: the registry checks they exist.
+        for node in &nodes {
+            let body = bytes::Bytes::from(node.bytes.clone());
+            self.put_manifest(
+                &by_digest(&node.descriptor.digest),
+                &body,
+                &content_type(&node.media_type)?,
+            )
+            .await?;
+        }
+        if let (Some(tagged), Some(top)) = (tagged, nodes.last()) {
+            let body = bytes::Bytes::from(top.bytes.clone());
+            self.put_manifest(tagged, &body, &content_type(&top.media_type)?)
+                .await?;
         }
         Ok(report)
     }
@@ -293,39 +405,104 @@ impl Registry {
         Ok(BlobPush::Uploaded(len))
     }
 
-    /// Fetches and verifies the manifest of `source`: bytes, digest, media type, parsed.
-    async fn fetch_manifest(
-        &self,
-        source: &Reference,
-    ) -> Result<(Vec<u8>, Digest, String, Manifest)> {
+    /// Fetches and verifies the manifest of `source` (an image manifest or an image index /
+    /// Docker manifest list): bytes within the budget, digest, media type, parsed.
+    async fn fetch_manifest(&self, source: &Reference) -> Result<Remote> {
         let fetched = self
-            .get_manifest(source, ACCEPT, false, false)
+            .get_manifest(source, ACCEPT_ANY, false, false)
             .await?
             .ok_or_else(|| Error::Input(format!("{}: no manifest", source.whole())))?;
+        self.parse_remote(source, fetched.bytes, fetched.digest, None)
+    }
+
+    /// Parses fetched manifest bytes; `claimed` is the media type the listing index gives.
+    fn parse_remote(
+        &self,
+        source: &Reference,
+        bytes: Vec<u8>,
+        digest: Digest,
+        claimed: Option<&str>,
+    ) -> Result<Remote> {
         let what = api::manifest_what(source);
-        let value: serde_json::Value =
-            serde_json::from_slice(&fetched.bytes).map_err(|e| Error::Registry {
+        if let Err(e) = serde_json::from_slice::<serde_json::Value>(&bytes) {
+            return Err(Error::Registry {
                 registry: self.host.clone(),
                 status: "an unusable answer".into(),
-                answer: format!(
-                    "the {what} is not JSON ({e}): {}",
-                    http::quote(&fetched.bytes)
-                ),
-            })?;
-        let media_type = value
-            .get("mediaType")
-            .and_then(|v| v.as_str())
-            .unwrap_or(media::OCI_MANIFEST)
-            .to_owned();
-        if media_type != media::OCI_MANIFEST && media_type != media::DOCKER_MANIFEST {
+                answer: format!("the {what} is not JSON ({e}): {}", http::quote(&bytes)),
+            });
+        }
+        let (media_type, kind) = oci::parse_manifest(&bytes, claimed, &source.whole())?;
+        Ok(Remote {
+            bytes,
+            digest,
+            media_type,
+            kind,
+        })
+    }
+
+    /// The manifest an index entry names, fetched by digest from the repository of `source`
+    /// and checked against the entry (digest, size, media type).
+    async fn fetch_child(&self, source: &Reference, entry: &IndexEntry) -> Result<Remote> {
+        let d = &entry.descriptor;
+        let r = source.clone_with_digest(d.digest.to_string());
+        if !oci::is_index_type(&d.media_type) && !oci::is_image_type(&d.media_type) {
             return Err(Error::Input(format!(
-                "{} is a {media_type}, not an image manifest; pull a platform image by digest",
-                source.whole()
+                "{}: the index lists {} as a `{}`; opship pulls image manifests and indexes only",
+                source.whole(),
+                d.digest,
+                d.media_type
             )));
         }
-        let manifest: Manifest = serde_json::from_value(value)
-            .map_err(|e| Error::Input(format!("{}: not an image manifest: {e}", source.whole())))?;
-        Ok((fetched.bytes, fetched.digest, media_type, manifest))
+        let fetched = self
+            .get_manifest(&r, ACCEPT_ANY, false, false)
+            .await?
+            .ok_or_else(|| Error::Input(format!("{}: no manifest", r.whole())))?;
+        if fetched.bytes.len() as u64 != d.size {
+            return Err(Error::DigestMismatch {
+                registry: self.host.clone(),
+                what: api::manifest_what(&r),
+                expected: format!("{} ({} bytes, as the index lists it)", d.digest, d.size),
+                actual: format!("{} ({} bytes)", fetched.digest, fetched.bytes.len()),
+            });
+        }
+        self.parse_remote(&r, fetched.bytes, fetched.digest, Some(&d.media_type))
+    }
+
+    /// `top` and, for an index, every manifest it lists (recursively, each digest once,
+    /// fetched a few at a time): deeper levels first, `top` last.
+    async fn fetch_tree(&self, source: &Reference, top: Remote) -> Result<Vec<Remote>> {
+        let mut seen = std::collections::BTreeSet::from([top.digest.clone()]);
+        let mut levels = vec![vec![top]];
+        loop {
+            let entries: Vec<&IndexEntry> = levels
+                .last()
+                .into_iter()
+                .flatten()
+                .filter_map(|n| match &n.kind {
+                    ManifestKind::Index(ix) => Some(ix.manifests.iter()),
+                    ManifestKind::Image(_) => None,
+                })
+                .flatten()
+                .filter(|e| seen.insert(e.descriptor.digest.clone()))
+                .collect();
+            if entries.is_empty() {
+                break;
+            }
+            if levels.len() > layout::MAX_INDEX_DEPTH {
+                return Err(Error::Input(format!(
+                    "{}: image indexes nest deeper than {} levels",
+                    source.whole(),
+                    layout::MAX_INDEX_DEPTH
+                )));
+            }
+            let next: Vec<Remote> = futures_util::stream::iter(entries)
+                .map(|e| self.fetch_child(source, e))
+                .buffered(BLOB_JOBS)
+                .try_collect()
+                .await?;
+            levels.push(next);
+        }
+        Ok(levels.into_iter().rev().flatten().collect())
     }
 
     /// Fetches blob `desc` of `source` into the blob store of `layout`: streamed into a
@@ -374,9 +551,11 @@ impl Registry {
     }
 
     /// Pulls `source` into the layout at `layout_dir` under `tag`: the manifest (within its
-    /// budget, verified), then every blob streamed to disk and verified, `index.json`
-    /// replaced atomically last. A failed pull leaves `index.json` as it was, no blob file
-    /// with wrong content, and no layout directory that it created.
+    /// budget, verified); for an image index or Docker manifest list every manifest it lists
+    /// too (by digest, each checked against its entry), whole: every platform; then every
+    /// blob streamed to disk and verified, the manifests written (children first), and
+    /// `index.json` replaced atomically last. A failed pull leaves `index.json` as it was, no
+    /// blob file with wrong content, and no layout directory that it created.
     pub async fn pull_to_layout(
         &self,
         source: &Reference,
@@ -384,67 +563,70 @@ impl Registry {
         tag: &str,
     ) -> Result<PullReport> {
         layout::check_tag(tag)?;
-        let (manifest_bytes, digest, media_type, manifest) = self.fetch_manifest(source).await?;
+        let top = self.fetch_manifest(source).await?;
         let created = !layout_dir.exists();
         let layout = Layout::new(layout_dir);
-        let result = self
-            .pull_blobs(source, &layout, &manifest, &manifest_bytes, &digest)
-            .await;
-        let result = result.and_then(|()| {
-            Ok(layout.tag(
-                tag,
-                Descriptor {
-                    media_type: media_type.clone(),
-                    digest: digest.clone(),
-                    size: manifest_bytes.len() as u64,
-                    annotations: BTreeMap::new(),
-                },
-            )?)
+        let result = self.pull_tree(source, &layout, top).await;
+        let result = result.and_then(|(report, desc)| {
+            layout.tag(tag, desc)?;
+            Ok(report)
         });
-        if let Err(e) = result {
+        if result.is_err() {
             // Only a layout this pull made and nobody tagged anything in since.
             if created && !layout_dir.join("index.json").exists() {
                 let _ = std::fs::remove_dir_all(layout_dir);
             }
-            return Err(e);
         }
-        let total = manifest_bytes.len() as u64
-            + manifest.config.size
-            + manifest.layers.iter().map(|l| l.size).sum::<u64>();
-        Ok(PullReport {
-            digest,
-            media_type,
-            blobs: 1 + manifest.layers.len(),
-            bytes: total,
-        })
+        result
     }
 
-    async fn pull_blobs(
+    /// Everything but the tag of a pull; the report and the descriptor to tag.
+    async fn pull_tree(
         &self,
         source: &Reference,
         layout: &Layout,
-        manifest: &Manifest,
-        manifest_bytes: &[u8],
-        digest: &Digest,
-    ) -> Result<()> {
+        top: Remote,
+    ) -> Result<(PullReport, Descriptor)> {
+        let descriptor = Descriptor {
+            media_type: top.media_type.clone(),
+            digest: top.digest.clone(),
+            size: top.bytes.len() as u64,
+            annotations: BTreeMap::new(),
+        };
+        let platforms = match &top.kind {
+            ManifestKind::Index(ix) => platforms(ix),
+            ManifestKind::Image(_) => Vec::new(),
+        };
+        let nodes = self.fetch_tree(source, top).await?;
         layout.init()?;
-        let descs: Vec<&Descriptor> = std::iter::once(&manifest.config)
-            .chain(manifest.layers.iter())
-            .collect();
-        futures_util::future::try_join_all(
-            descs
-                .iter()
-                .map(|desc| self.fetch_blob_into(source, desc, layout)),
-        )
-        .await?;
-        layout.write_blob(digest, manifest_bytes)?;
-        Ok(())
+        let blobs = image_blobs(nodes.iter().map(|n| &n.kind));
+        futures_util::stream::iter(blobs.values())
+            .map(|d| self.fetch_blob_into(source, d, layout))
+            .buffer_unordered(BLOB_JOBS)
+            .try_collect::<Vec<bool>>()
+            .await?;
+        for n in &nodes {
+            layout.write_blob(&n.digest, &n.bytes)?;
+        }
+        let bytes = nodes.iter().map(|n| n.bytes.len() as u64).sum::<u64>()
+            + blobs.values().map(|d| d.size).sum::<u64>();
+        Ok((
+            PullReport {
+                digest: descriptor.digest.clone(),
+                media_type: descriptor.media_type.clone(),
+                blobs: blobs.len(),
+                manifests: nodes.len(),
+                platforms,
+                bytes,
+            },
+            descriptor,
+        ))
     }
 
     /// The digest `reference` points to (HEAD of the manifest; a GET when the registry's
     /// answer has no digest or is not a 200, so an error quotes its body).
     pub async fn resolve(&self, reference: &Reference) -> Result<Digest> {
-        let head = self.head_manifest(reference, ACCEPT, false).await?;
+        let head = self.head_manifest(reference, ACCEPT_ANY, false).await?;
         if let Ok(Some(d)) = &head {
             let parsed = Digest::parse(d).map_err(|_| Error::Registry {
                 registry: self.host.clone(),
@@ -467,16 +649,32 @@ impl Registry {
             return Ok(parsed);
         }
         let fetched = self
-            .get_manifest(reference, ACCEPT, false, false)
+            .get_manifest(reference, ACCEPT_ANY, false, false)
             .await?
             .ok_or_else(|| Error::Input(format!("{}: no manifest", reference.whole())))?;
         Ok(fetched.digest)
     }
 
-    /// Manifest, config and labels of `reference`, all verified.
+    /// Manifest, config and labels of the image `reference`, all verified; for an image index
+    /// or Docker manifest list its manifest and entries (with their platforms).
     pub async fn inspect(&self, reference: &Reference) -> Result<Inspection> {
-        let (manifest_bytes, digest, media_type, manifest) = self.fetch_manifest(reference).await?;
-        let config_bytes = self.blob_bytes(reference, &manifest.config).await?;
+        let remote = self.fetch_manifest(reference).await?;
+        let manifest: serde_json::Value = serde_json::from_slice(&remote.bytes)
+            .map_err(|e| Error::Input(format!("manifest: {e}")))?;
+        let image = match remote.kind {
+            ManifestKind::Index(ix) => {
+                return Ok(Inspection {
+                    digest: remote.digest,
+                    media_type: remote.media_type,
+                    manifest,
+                    config: serde_json::Value::Null,
+                    labels: BTreeMap::new(),
+                    manifests: ix.manifests,
+                });
+            }
+            ManifestKind::Image(m) => m,
+        };
+        let config_bytes = self.blob_bytes(reference, &image.config).await?;
         let config: serde_json::Value = serde_json::from_slice(&config_bytes).map_err(|e| {
             Error::Input(format!(
                 "{}: the config is not JSON: {e}",
@@ -492,14 +690,13 @@ impl Registry {
                     .collect()
             })
             .unwrap_or_default();
-        let manifest: serde_json::Value = serde_json::from_slice(&manifest_bytes)
-            .map_err(|e| Error::Input(format!("manifest: {e}")))?;
         Ok(Inspection {
-            digest,
-            media_type,
+            digest: remote.digest,
+            media_type: remote.media_type,
             manifest,
             config,
             labels,
+            manifests: Vec::new(),
         })
     }
 
@@ -513,6 +710,50 @@ impl Registry {
     pub async fn check_login(&self) -> Result<()> {
         self.ping(http::scope("opship/login-check", false)).await
     }
+}
+
+impl PushReport {
+    fn count(&mut self, outcomes: Vec<BlobPush>) {
+        for outcome in outcomes {
+            match outcome {
+                BlobPush::Present => self.skipped += 1,
+                BlobPush::Mounted => self.mounted += 1,
+                BlobPush::Uploaded(n) => self.uploaded_bytes += n,
+            }
+        }
+    }
+}
+
+/// The config and layer descriptors of the image manifests among `kinds`, each digest once.
+fn image_blobs<'a>(kinds: impl Iterator<Item = &'a ManifestKind>) -> BTreeMap<Digest, Descriptor> {
+    let mut blobs = BTreeMap::new();
+    for kind in kinds {
+        if let ManifestKind::Image(m) = kind {
+            for d in std::iter::once(&m.config).chain(&m.layers) {
+                blobs.entry(d.digest.clone()).or_insert_with(|| d.clone());
+            }
+        }
+    }
+    blobs
+}
+
+/// `os/arch[/variant]` of each entry of an index (`unknown` without a platform).
+fn platforms(index: &ImageIndex) -> Vec<String> {
+    index
+        .manifests
+        .iter()
+        .map(|e| {
+            e.platform
+                .as_ref()
+                .map_or_else(|| "unknown".to_owned(), ToString::to_string)
+        })
+        .collect()
+}
+
+/// The `Content-Type` of a manifest PUT.
+fn content_type(media_type: &str) -> Result<HeaderValue> {
+    HeaderValue::from_str(media_type)
+        .map_err(|_| Error::Input(format!("bad manifest media type `{media_type}`")))
 }
 
 // Tag → digest as served, for pinning (a child module: it uses the client's private parts).

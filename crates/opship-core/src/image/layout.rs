@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::build::Image;
-use super::oci::{self, Descriptor, Digest, ImageConfig, Index, Manifest, annotation, media};
+use super::oci::{
+    self, Descriptor, Digest, ImageConfig, Index, Manifest, ManifestKind, annotation, media,
+};
 use crate::error::{Error, Result};
 
 /// The lock file that serialises `index.json` updates (see [`Layout::update_index`]).
@@ -24,6 +26,23 @@ pub const OCI_LAYOUT: &[u8] = br#"{"imageLayoutVersion":"1.0.0"}"#;
 #[derive(Debug, Clone)]
 pub struct Layout {
     dir: PathBuf,
+}
+
+/// How deep image indexes may nest (an index of indexes of images is depth 2). Content
+/// addressing rules out cycles; this bounds the work a hostile layout or registry can cause.
+pub const MAX_INDEX_DEPTH: usize = 8;
+
+/// One manifest (image or index) of what a tag points to, read and verified.
+#[derive(Debug, Clone)]
+pub struct TreeNode {
+    /// Its descriptor (the `index.json` entry, or the entry of the index that lists it).
+    pub descriptor: Descriptor,
+    /// The manifest's media type.
+    pub media_type: String,
+    /// The manifest bytes.
+    pub bytes: Vec<u8>,
+    /// The parsed manifest.
+    pub kind: ManifestKind,
 }
 
 /// An image read back from a layout, every blob verified.
@@ -213,6 +232,65 @@ impl Layout {
             .iter()
             .filter_map(|d| d.annotations.get(annotation::REF_NAME).cloned())
             .collect())
+    }
+
+    /// The `index.json` entry tagged `tag`.
+    pub fn tagged(&self, tag: &str) -> Result<Descriptor> {
+        self.index()?
+            .manifests
+            .into_iter()
+            .find(|d| d.annotations.get(annotation::REF_NAME).map(String::as_str) == Some(tag))
+            .ok_or_else(|| {
+                Error::Input(format!(
+                    "{}: no image tagged `{tag}`",
+                    self.dir.join("index.json").display()
+                ))
+            })
+    }
+
+    /// Every manifest reachable from `desc` (an image manifest, or an image index / Docker
+    /// manifest list and, recursively, the manifests it lists), each read and verified
+    /// against its descriptor, children before the index that lists them, each digest once.
+    /// Config and layer blobs are not read.
+    pub fn manifest_tree(&self, desc: &Descriptor) -> Result<Vec<TreeNode>> {
+        let mut out = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        self.collect_tree(desc, 0, &mut seen, &mut out)?;
+        Ok(out)
+    }
+
+    fn collect_tree(
+        &self,
+        desc: &Descriptor,
+        depth: usize,
+        seen: &mut std::collections::BTreeSet<Digest>,
+        out: &mut Vec<TreeNode>,
+    ) -> Result<()> {
+        if !seen.insert(desc.digest.clone()) {
+            return Ok(());
+        }
+        if depth > MAX_INDEX_DEPTH {
+            return Err(Error::Input(format!(
+                "{}: image indexes nest deeper than {MAX_INDEX_DEPTH} levels at {}",
+                self.dir.display(),
+                desc.digest
+            )));
+        }
+        let bytes = self.read_blob(desc)?;
+        let what = self.blob_path(&desc.digest).display().to_string();
+        let (media_type, kind) = oci::parse_manifest(&bytes, Some(&desc.media_type), &what)?;
+        if let ManifestKind::Index(index) = &kind {
+            for entry in &index.manifests {
+                self.collect_tree(&entry.descriptor, depth + 1, seen, out)?;
+            }
+        }
+        out.push(TreeNode {
+            descriptor: desc.clone(),
+            media_type,
+            bytes,
+            kind,
+        });
+        Ok(())
     }
 
     /// Resolves `tag` → manifest → config → layers, verifying every digest.

@@ -197,6 +197,119 @@ pub struct Index {
     pub annotations: BTreeMap<String, String>,
 }
 
+/// The platform of an image index entry (image-spec `image-index.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Platform {
+    /// CPU architecture (`amd64`, `arm64`).
+    pub architecture: String,
+    /// Operating system (`linux`).
+    pub os: String,
+    /// Operating system version (Windows).
+    #[serde(rename = "os.version", default, skip_serializing_if = "Option::is_none")]
+    pub os_version: Option<String>,
+    /// CPU variant (`v8` of arm64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+}
+
+impl fmt::Display for Platform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.os, self.architecture)?;
+        if let Some(v) = &self.variant {
+            write!(f, "/{v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One entry of an image index (or Docker manifest list): a descriptor and its platform.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexEntry {
+    /// The manifest it points to.
+    #[serde(flatten)]
+    pub descriptor: Descriptor,
+    /// The platform it runs on (absent for artifacts and in layouts' `index.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<Platform>,
+}
+
+/// An image index or Docker manifest list as read from a registry or a layout blob: its
+/// entries keep their platforms (the bytes, not this value, are what gets stored and pushed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageIndex {
+    /// Always 2.
+    pub schema_version: u32,
+    /// The index's media type (OCI index or Docker manifest list; optional in OCI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+    /// The manifests, one per platform (and attestations).
+    pub manifests: Vec<IndexEntry>,
+}
+
+/// What a manifest's bytes are: an image manifest or an image index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ManifestKind {
+    /// OCI image manifest or Docker v2 schema 2 manifest.
+    Image(Manifest),
+    /// OCI image index or Docker manifest list.
+    Index(ImageIndex),
+}
+
+/// Whether `media_type` is one of the image index types (OCI index, Docker manifest list).
+pub fn is_index_type(media_type: &str) -> bool {
+    media_type == media::OCI_INDEX || media_type == media::DOCKER_LIST
+}
+
+/// Whether `media_type` is one of the image manifest types (OCI, Docker v2 schema 2).
+pub fn is_image_type(media_type: &str) -> bool {
+    media_type == media::OCI_MANIFEST || media_type == media::DOCKER_MANIFEST
+}
+
+/// Parses manifest bytes as an image manifest or an image index: the media type is the
+/// manifest's own `mediaType`, else `claimed` (the descriptor's or the registry's), else its
+/// shape (`manifests` makes an OCI index). Returns the media type and the parsed value;
+/// `what` names the manifest in errors. Any other media type is refused.
+pub fn parse_manifest(
+    bytes: &[u8],
+    claimed: Option<&str>,
+    what: &str,
+) -> Result<(String, ManifestKind)> {
+    let value: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|e| Error::Input(format!("{what} is not JSON: {e}")))?;
+    let own = value.get("mediaType").and_then(|v| v.as_str());
+    let media_type = match (own, claimed) {
+        (Some(m), _) => m.to_owned(),
+        (None, Some(c)) if !c.is_empty() => c.to_owned(),
+        _ if value.get("manifests").is_some() => media::OCI_INDEX.to_owned(),
+        _ => media::OCI_MANIFEST.to_owned(),
+    };
+    if let (Some(own), Some(c)) = (own, claimed)
+        && !c.is_empty()
+        && own != c
+    {
+        return Err(Error::Input(format!(
+            "{what} says it is a {own}, but its descriptor says {c}"
+        )));
+    }
+    let kind = if is_index_type(&media_type) {
+        ManifestKind::Index(
+            serde_json::from_value(value)
+                .map_err(|e| Error::Input(format!("{what} is not an image index: {e}")))?,
+        )
+    } else if is_image_type(&media_type) {
+        ManifestKind::Image(
+            serde_json::from_value(value)
+                .map_err(|e| Error::Input(format!("{what} is not an image manifest: {e}")))?,
+        )
+    } else {
+        return Err(Error::Input(format!(
+            "{what} is a {media_type}, not an OCI or Docker v2 image manifest or index"
+        )));
+    };
+    Ok((media_type, kind))
+}
+
 /// The image config, with the fields a data-only image uses, in alphabetical key order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImageConfig {

@@ -5,17 +5,9 @@
 
 use opship_core::image::oci::{Digest, media};
 
-use super::{Reference, Registry, http};
+use super::{ACCEPT_ANY, Reference, Registry, http};
 use crate::error::{Error, Result};
 
-/// Every manifest kind a tag may point at; the index types keep the registry from choosing a
-/// platform (or refusing with 404 when it cannot convert).
-const ACCEPT_ANY: &[&str] = &[
-    media::OCI_INDEX,
-    media::DOCKER_LIST,
-    media::OCI_MANIFEST,
-    media::DOCKER_MANIFEST,
-];
 
 impl Registry {
     /// The digest and media type of the manifest `reference` names. The manifest is fetched
