@@ -15,6 +15,7 @@ use opship_oci::{Auth, Error};
 mod chart;
 mod cosign;
 mod digest;
+mod index;
 
 /// One canned answer: status, headers, body.
 #[derive(Clone)]
