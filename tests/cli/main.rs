@@ -13,6 +13,7 @@ mod generate;
 mod hostile;
 mod hostile_chart;
 mod hostile_validate;
+mod index;
 mod kill;
 mod layout_lock;
 mod manifests;

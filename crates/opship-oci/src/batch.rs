@@ -136,9 +136,10 @@ fn package_of(
     desc: &opship_core::image::oci::Descriptor,
 ) -> Result<Option<String>> {
     if opship_core::image::oci::is_index_type(&desc.media_type) {
-        let first = layout.manifest_tree(desc)?.into_iter().find(|n| {
-            matches!(n.kind, opship_core::image::oci::ManifestKind::Image(_))
-        });
+        let first = layout
+            .manifest_tree(desc)?
+            .into_iter()
+            .find(|n| matches!(n.kind, opship_core::image::oci::ManifestKind::Image(_)));
         return match first {
             Some(n) => package_of(layout, &n.descriptor),
             None => Ok(None),

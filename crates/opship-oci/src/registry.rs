@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-pub use oci_client::Reference;
 use futures_util::{StreamExt as _, TryStreamExt as _};
+pub use oci_client::Reference;
 use opship_core::image::layout::{self, Layout};
 use opship_core::image::oci::{
     self, Descriptor, Digest, ImageIndex, IndexEntry, ManifestKind, media,

@@ -205,7 +205,11 @@ pub struct Platform {
     /// Operating system (`linux`).
     pub os: String,
     /// Operating system version (Windows).
-    #[serde(rename = "os.version", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "os.version",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub os_version: Option<String>,
     /// CPU variant (`v8` of arm64).
     #[serde(default, skip_serializing_if = "Option::is_none")]

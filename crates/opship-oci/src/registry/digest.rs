@@ -8,7 +8,6 @@ use opship_core::image::oci::{Digest, media};
 use super::{ACCEPT_ANY, Reference, Registry, http};
 use crate::error::{Error, Result};
 
-
 impl Registry {
     /// The digest and media type of the manifest `reference` names. The manifest is fetched
     /// (GET, not HEAD) and the digest is the sha256 of the bytes received, so a registry whose
