@@ -270,6 +270,16 @@ fn index_agrees_everywhere(docker: bool) {
         r.stderr
     );
 
+    // A command that needs one image (catalog render of an image) says which platforms there
+    // are rather than picking one.
+    let r = run(isolated(&home).args(["catalog", "render", &reference]));
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("multi-platform image index") && r.stderr.contains("linux/arm64 sha256:"),
+        "{}",
+        r.stderr
+    );
+
     if !docker {
         // skopeo and umoci read the layout (an OCI index).
         require("skopeo", "skopeo");

@@ -307,6 +307,35 @@ impl Layout {
                 self.dir.join("index.json").display()
             )));
         };
+        if oci::is_index_type(&desc.media_type) {
+            let platforms = self
+                .manifest_tree(&desc)
+                .ok()
+                .and_then(|t| t.into_iter().last())
+                .and_then(|top| match top.kind {
+                    ManifestKind::Index(ix) => Some(
+                        ix.manifests
+                            .iter()
+                            .map(|e| {
+                                let p = e
+                                    .platform
+                                    .as_ref()
+                                    .map_or_else(|| "unknown".to_owned(), ToString::to_string);
+                                format!("{p} {}", e.descriptor.digest)
+                            })
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    ),
+                    ManifestKind::Image(_) => None,
+                })
+                .unwrap_or_default();
+            return Err(Error::Input(format!(
+                "{}: `{tag}` is a multi-platform image index ({}), not one image; name one \
+                 platform's manifest by digest (REPO@sha256:…): {platforms}",
+                self.dir.join("index.json").display(),
+                desc.media_type
+            )));
+        }
         if desc.media_type != media::OCI_MANIFEST && desc.media_type != media::DOCKER_MANIFEST {
             return Err(Error::Input(format!(
                 "{}: `{tag}` is a {}, not an image manifest",
