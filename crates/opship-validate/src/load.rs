@@ -21,6 +21,7 @@ enum Parsed {
     Yaml(
         opship_core::error::Result<(Vec<Document>, Vec<yaml::DuplicateKey>)>,
         bool,
+        Vec<crate::gofields::Renamed>,
     ),
     NotUtf8(usize),
 }
@@ -486,9 +487,17 @@ impl Input {
                 };
                 let parsed = match String::from_utf8(bytes) {
                     Ok(text) => {
-                        let docs = yaml::parse_stream_lenient(&text, &path);
+                        let mut docs = yaml::parse_stream_lenient(&text, &path);
                         let blank = matches!(&docs, Ok((d, _)) if d.is_empty()) && is_blank(&text);
-                        Parsed::Yaml(docs, blank)
+                        let renamed = match &mut docs {
+                            Ok((d, _)) => crate::gofields::normalize_file(
+                                d,
+                                info.path.starts_with("manifests"),
+                                &text,
+                            ),
+                            Err(_) => Vec::new(),
+                        };
+                        Parsed::Yaml(docs, blank, renamed)
                     }
                     Err(e) => Parsed::NotUtf8(e.utf8_error().valid_up_to()),
                 };
@@ -511,17 +520,16 @@ impl Input {
                             ),
                         ));
                     }
-                    b.findings.push(
-                        Finding::new(
-                            &format::BF008,
-                            &b.name,
-                            format!("not UTF-8 text (invalid byte at offset {offset})"),
-                        )
-                        .at(Origin::file(&path)),
-                    );
+                    let f = Finding::new(
+                        &format::BF008,
+                        &b.name,
+                        format!("not UTF-8 text (invalid byte at offset {offset})"),
+                    )
+                    .at(Origin::file(&path));
+                    b.findings.push(skipped_by_opm(f, is_manifest, annotations_file));
                     continue;
                 }
-                Parsed::Yaml(Err(e), _) => {
+                Parsed::Yaml(Err(e), _, _) => {
                     let f = yaml_finding(&b.name, &path, &e);
                     if annotations_file {
                         let at = f.location.clone().unwrap_or_else(|| Origin::file(&path));
@@ -535,10 +543,11 @@ impl Input {
                             format!("{} is not valid YAML: {pos}{}", rel.display(), f.message),
                         ));
                     }
-                    b.findings.push(f);
+                    b.findings.push(skipped_by_opm(f, is_manifest, annotations_file));
                     continue;
                 }
-                Parsed::Yaml(Ok((docs, dups)), blank) => {
+                Parsed::Yaml(Ok((docs, dups)), blank, renamed) => {
+                    format::go_case(&mut b, renamed);
                     if annotations_file && docs.is_empty() {
                         let what = if blank {
                             "is empty"
@@ -758,6 +767,27 @@ fn duplicates(b: &mut Bundle, dups: Vec<yaml::DuplicateKey>) {
             .at(d.origin),
         );
     }
+}
+
+/// A metadata file other than the annotations file that cannot be decoded (dependencies.yaml,
+/// properties.yaml) is skipped by opm when it renders the bundle or adds it to an index (its
+/// bundle parser tries each metadata file as each shape and keeps what decodes), and
+/// operator-framework/api never reads it: the bundle still loads, without what the file says.
+/// So the finding is a warning, which is the level opm gives it.
+fn skipped_by_opm(f: Finding, is_manifest: bool, annotations_file: bool) -> Finding {
+    if is_manifest || annotations_file || f.rule.id != "BF008" {
+        return f;
+    }
+    let message = format!(
+        "{}; opm skips a metadata file it cannot decode (the bundle renders and indexes without \
+         its dependencies or properties)",
+        f.message
+    );
+    Finding {
+        message: crate::rule::bounded(message),
+        ..f
+    }
+    .with_level(crate::Level::Warning)
 }
 
 fn yaml_finding(bundle: &str, path: &Path, err: &opship_core::error::Error) -> Finding {
