@@ -236,15 +236,21 @@ fn case_findings(rule: &'static rule::Rule, case: &Path) -> (Vec<opship_validate
 
 /// docs/validation-differences.md lists, under "Verdict differences", every rule whose verdict
 /// can differ from the reference with a fixture; each listed fixture exists and opship gives
-/// it the documented verdict (the reference's is the other one).
+/// it the documented verdict (the reference's is the other one). Under "Former verdict
+/// differences" it lists fixed cases, where both verdicts are the same.
 #[test]
 fn documented_verdict_differences_hold() {
+    check_verdict_table("Verdict differences", true);
+    check_verdict_table("Former verdict differences", false);
+}
+
+fn check_verdict_table(heading: &str, differ: bool) {
     let doc = std::fs::read_to_string(crate::repo_dir().join("docs/validation-differences.md"))
         .unwrap();
     let section = doc
-        .split("\n## Verdict differences")
+        .split(&format!("\n## {heading}\n"))
         .nth(1)
-        .expect("docs/validation-differences.md has a \"Verdict differences\" section");
+        .unwrap_or_else(|| panic!("docs/validation-differences.md has no \"{heading}\" section"));
     let section = section.split("\n## ").next().unwrap();
     let mut rows = 0;
     let mut problems = Vec::new();
@@ -274,11 +280,15 @@ fn documented_verdict_differences_hold() {
         if !ours.starts_with(verdict) {
             problems.push(format!("{fixture}: opship says {verdict}, the doc {ours}:\n{text}"));
         }
-        if cells.get(4).is_some_and(|theirs| theirs.starts_with(verdict)) {
-            problems.push(format!("{fixture}: listed as a difference but both say {verdict}"));
+        let same = cells.get(4).is_some_and(|theirs| theirs.starts_with(verdict));
+        if same == differ {
+            problems.push(format!(
+                "{fixture}: under \"{heading}\" but the reference's verdict is {}",
+                if same { "the same" } else { "another" }
+            ));
         }
     }
-    assert!(rows >= 5, "only {rows} rows found in the table");
+    assert!(rows >= 5, "only {rows} rows found under \"{heading}\"");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
