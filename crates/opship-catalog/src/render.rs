@@ -29,10 +29,11 @@ pub enum CsvFormat {
 
 /// Renders the bundle directory `dir` with `image` as its image reference.
 pub fn render_dir(dir: &Path, image: &str, format: CsvFormat) -> Result<Bundle> {
-    let loaded = opship_validate::load::load_dir(dir).map_err(|e| Error::Render {
-        path: dir.to_path_buf(),
-        message: e.to_string(),
-    })?;
+    let loaded = opship_validate::load::load_dir_keys(dir, opship_validate::load::Keys::AsWritten)
+        .map_err(|e| Error::Render {
+            path: dir.to_path_buf(),
+            message: e.to_string(),
+        })?;
     render_loaded(&loaded, image, format)
 }
 
@@ -44,11 +45,16 @@ pub fn render_layout(
     image: &str,
     format: CsvFormat,
 ) -> Result<Bundle> {
-    let loaded =
-        opship_validate::load::load_layout_as(layout, tag, shown).map_err(|e| Error::Render {
-            path: shown.to_path_buf(),
-            message: e.to_string(),
-        })?;
+    let loaded = opship_validate::load::load_layout_keys(
+        layout,
+        tag,
+        shown,
+        opship_validate::load::Keys::AsWritten,
+    )
+    .map_err(|e| Error::Render {
+        path: shown.to_path_buf(),
+        message: e.to_string(),
+    })?;
     render_loaded(&loaded, image, format)
 }
 

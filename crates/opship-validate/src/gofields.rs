@@ -48,7 +48,10 @@ const OBJECT_META: Shape = Struct(&[
 
 const LABEL_SELECTOR: Shape = Struct(&[
     ("matchLabels", Any),
-    ("matchExpressions", List(&Struct(&[("key", Any), ("operator", Any), ("values", Any)]))),
+    (
+        "matchExpressions",
+        List(&Struct(&[("key", Any), ("operator", Any), ("values", Any)])),
+    ),
 ]);
 
 const CONTAINER: Shape = Struct(&[
@@ -252,7 +255,10 @@ const CSV_SPEC: Shape = Struct(&[
     ("displayName", Any),
     ("description", Any),
     ("keywords", Any),
-    ("maintainers", List(&Struct(&[("name", Any), ("email", Any)]))),
+    (
+        "maintainers",
+        List(&Struct(&[("name", Any), ("email", Any)])),
+    ),
     ("provider", APP_LINK),
     ("links", List(&APP_LINK)),
     (
@@ -269,7 +275,10 @@ const CSV_SPEC: Shape = Struct(&[
     ("selector", LABEL_SELECTOR),
     ("cleanup", Struct(&[("enabled", Any)])),
     ("skips", Any),
-    ("relatedImages", List(&Struct(&[("name", Any), ("image", Any)]))),
+    (
+        "relatedImages",
+        List(&Struct(&[("name", Any), ("image", Any)])),
+    ),
     ("release", Any),
 ]);
 
@@ -303,7 +312,10 @@ pub const METADATA: Shape = Struct(&[
             ),
         ])),
     ),
-    ("properties", List(&Struct(&[("type", Any), ("value", Any)]))),
+    (
+        "properties",
+        List(&Struct(&[("type", Any), ("value", Any)])),
+    ),
 ]);
 
 /// A key renamed to its field's spelling.
@@ -343,7 +355,10 @@ pub fn fold_eq(a: &str, b: &str) -> bool {
 }
 
 /// The field a key decodes into, when it is not spelled like it.
-fn refolded(fields: &'static [(&'static str, Shape)], key: &str) -> Option<&'static (&'static str, Shape)> {
+fn refolded(
+    fields: &'static [(&'static str, Shape)],
+    key: &str,
+) -> Option<&'static (&'static str, Shape)> {
     if fields.iter().any(|(n, _)| *n == key) {
         return None;
     }
@@ -353,12 +368,13 @@ fn refolded(fields: &'static [(&'static str, Shape)], key: &str) -> Option<&'sta
 /// Whether any key under `value` needs renaming (the common case, no allocation, is no).
 fn needs(value: &Value, shape: &'static Shape) -> bool {
     match (shape, value) {
-        (Struct(fields), Value::Object(map)) => map.iter().any(|(k, v)| {
-            match fields.iter().find(|(n, _)| *n == k) {
-                Some((_, sub)) => needs(v, sub),
-                None => refolded(fields, k).is_some(),
-            }
-        }),
+        (Struct(fields), Value::Object(map)) => {
+            map.iter()
+                .any(|(k, v)| match fields.iter().find(|(n, _)| *n == k) {
+                    Some((_, sub)) => needs(v, sub),
+                    None => refolded(fields, k).is_some(),
+                })
+        }
         (List(sub), Value::Array(items)) => items.iter().any(|v| needs(v, sub)),
         (Map(sub), Value::Object(map)) => map.values().any(|v| needs(v, sub)),
         _ => false,

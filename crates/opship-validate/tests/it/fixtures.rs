@@ -194,7 +194,10 @@ fn run_case(rule: &'static rule::Rule, case: &Path) -> (bool, String) {
 }
 
 /// Every finding of a case, and their snapshot text.
-fn case_findings(rule: &'static rule::Rule, case: &Path) -> (Vec<opship_validate::Finding>, String) {
+fn case_findings(
+    rule: &'static rule::Rule,
+    case: &Path,
+) -> (Vec<opship_validate::Finding>, String) {
     let tmp = tempfile::tempdir().unwrap();
     let dest = tmp.path().join("0.3.0");
     let (opts, description, spec) = materialize(case, rule, &dest);
@@ -245,8 +248,8 @@ fn documented_verdict_differences_hold() {
 }
 
 fn check_verdict_table(heading: &str, differ: bool) {
-    let doc = std::fs::read_to_string(crate::repo_dir().join("docs/validation-differences.md"))
-        .unwrap();
+    let doc =
+        std::fs::read_to_string(crate::repo_dir().join("docs/validation-differences.md")).unwrap();
     let section = doc
         .split(&format!("\n## {heading}\n"))
         .nth(1)
@@ -272,15 +275,22 @@ fn check_verdict_table(heading: &str, differ: bool) {
             continue;
         }
         let (findings, text) = case_findings(rule, &case);
-        let verdict = if findings.iter().any(|f| f.level == opship_validate::Level::Error) {
+        let verdict = if findings
+            .iter()
+            .any(|f| f.level == opship_validate::Level::Error)
+        {
             "fail"
         } else {
             "pass"
         };
         if !ours.starts_with(verdict) {
-            problems.push(format!("{fixture}: opship says {verdict}, the doc {ours}:\n{text}"));
+            problems.push(format!(
+                "{fixture}: opship says {verdict}, the doc {ours}:\n{text}"
+            ));
         }
-        let same = cells.get(4).is_some_and(|theirs| theirs.starts_with(verdict));
+        let same = cells
+            .get(4)
+            .is_some_and(|theirs| theirs.starts_with(verdict));
         if same == differ {
             problems.push(format!(
                 "{fixture}: under \"{heading}\" but the reference's verdict is {}",
