@@ -8,6 +8,7 @@ pub mod csvmeta;
 pub mod error;
 /// Go's encoding/json text, shared with the rest of opship (`opship_core::gojson`).
 pub use opship_core::gojson;
+pub mod gosort;
 pub mod graph;
 pub mod load;
 pub mod model;

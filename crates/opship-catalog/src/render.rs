@@ -29,10 +29,11 @@ pub enum CsvFormat {
 
 /// Renders the bundle directory `dir` with `image` as its image reference.
 pub fn render_dir(dir: &Path, image: &str, format: CsvFormat) -> Result<Bundle> {
-    let loaded = opship_validate::load::load_dir(dir).map_err(|e| Error::Render {
-        path: dir.to_path_buf(),
-        message: e.to_string(),
-    })?;
+    let loaded = opship_validate::load::load_dir_keys(dir, opship_validate::load::Keys::AsWritten)
+        .map_err(|e| Error::Render {
+            path: dir.to_path_buf(),
+            message: e.to_string(),
+        })?;
     render_loaded(&loaded, image, format)
 }
 
@@ -44,11 +45,16 @@ pub fn render_layout(
     image: &str,
     format: CsvFormat,
 ) -> Result<Bundle> {
-    let loaded =
-        opship_validate::load::load_layout_as(layout, tag, shown).map_err(|e| Error::Render {
-            path: shown.to_path_buf(),
-            message: e.to_string(),
-        })?;
+    let loaded = opship_validate::load::load_layout_keys(
+        layout,
+        tag,
+        shown,
+        opship_validate::load::Keys::AsWritten,
+    )
+    .map_err(|e| Error::Render {
+        path: shown.to_path_buf(),
+        message: e.to_string(),
+    })?;
     render_loaded(&loaded, image, format)
 }
 
@@ -393,7 +399,12 @@ fn check_owned_in_bundle(
 }
 
 /// The CSV's `relatedImages` as written, plus the bundle image and every deployment
-/// container and init container image not yet listed, sorted by image.
+/// container and init container image not yet listed, sorted by image as opm sorts them:
+/// with Go's `sort.Slice`, which is not stable, so two entries that share an image under
+/// different names end up in the order Go's algorithm leaves them ([`crate::gosort`]), not
+/// in the CSV's order. opm appends the deployment images while iterating a Go map (random
+/// order); only entries with equal images can be affected by that order, and opship appends
+/// them sorted.
 pub fn related_images(csv: &Value, image: &str) -> Vec<RelatedImage> {
     let mut out: Vec<RelatedImage> = Vec::new();
     if let Some(Value::Array(items)) = csv.pointer("/spec/relatedImages") {
@@ -438,7 +449,7 @@ pub fn related_images(csv: &Value, image: &str) -> Vec<RelatedImage> {
             });
         }
     }
-    out.sort_by(|a, b| a.image.cmp(&b.image));
+    crate::gosort::sort_slice(&mut out, |a, b| a.image.cmp(&b.image));
     out
 }
 
@@ -506,4 +517,78 @@ pub fn render_image(
             )
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Two entries share an image under different names in a list longer than 12: Go's
+    /// `sort.Slice` (pdqsort) leaves them in the other order than the CSV's, and opm's output
+    /// has that order. The expected list was computed with an independent transcription of
+    /// Go's `pdqsort_func` (the Rust port agrees), and differs from a stable sort.
+    #[test]
+    fn shared_image_in_a_long_list_is_in_opms_order() {
+        let csv = json!({
+            "spec": {
+                "relatedImages": [
+                    {"name": "operator", "image": "quay.io/acme/operator@sha256:0c"},
+                    {"name": "db", "image": "quay.io/acme/postgres:15"},
+                    {"name": "cache", "image": "quay.io/acme/redis:7"},
+                    {"name": "ui", "image": "quay.io/acme/console:2.1"},
+                    {"name": "agent", "image": "quay.io/acme/agent:2.1"},
+                    {"name": "backup", "image": "quay.io/acme/backup:1.4"},
+                    {"name": "exporter", "image": "quay.io/acme/exporter:0.9"},
+                    {"name": "proxy", "image": "quay.io/acme/proxy:3"},
+                    {"name": "init", "image": "quay.io/acme/init:1"},
+                    {"name": "RELATED_IMAGE_DB", "image": "quay.io/acme/postgres:15"},
+                    {"name": "webhook", "image": "quay.io/acme/webhook:2.1"},
+                    {"name": "migrator", "image": "quay.io/acme/migrator:2.1"},
+                    {"name": "docs", "image": "quay.io/acme/docs:2.1"}
+                ],
+                "install": {"spec": {"deployments": [{"spec": {"template": {"spec": {
+                    "containers": [{"image": "quay.io/acme/operator@sha256:0c"}]
+                }}}}]}}
+            }
+        });
+        let got: Vec<(String, String)> = related_images(&csv, "quay.io/acme/bundle:2.1")
+            .into_iter()
+            .map(|r| (r.name, r.image))
+            .collect();
+        let want = [
+            ("agent", "quay.io/acme/agent:2.1"),
+            ("backup", "quay.io/acme/backup:1.4"),
+            ("", "quay.io/acme/bundle:2.1"),
+            ("ui", "quay.io/acme/console:2.1"),
+            ("docs", "quay.io/acme/docs:2.1"),
+            ("exporter", "quay.io/acme/exporter:0.9"),
+            ("init", "quay.io/acme/init:1"),
+            ("migrator", "quay.io/acme/migrator:2.1"),
+            ("operator", "quay.io/acme/operator@sha256:0c"),
+            ("RELATED_IMAGE_DB", "quay.io/acme/postgres:15"),
+            ("db", "quay.io/acme/postgres:15"),
+            ("proxy", "quay.io/acme/proxy:3"),
+            ("cache", "quay.io/acme/redis:7"),
+            ("webhook", "quay.io/acme/webhook:2.1"),
+        ];
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(n, i)| ((*n).to_owned(), (*i).to_owned()))
+            .collect();
+        assert_eq!(got, want);
+
+        // Up to 12 entries the sort is an insertion sort: the CSV's order stays.
+        let mut short = csv.clone();
+        short["spec"]["relatedImages"]
+            .as_array_mut()
+            .unwrap()
+            .truncate(10);
+        let got: Vec<String> = related_images(&short, "quay.io/acme/bundle:2.1")
+            .into_iter()
+            .filter(|r| r.image.contains("postgres"))
+            .map(|r| r.name)
+            .collect();
+        assert_eq!(got, ["db", "RELATED_IMAGE_DB"]);
+    }
 }

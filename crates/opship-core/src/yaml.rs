@@ -125,6 +125,60 @@ impl Document {
     }
 }
 
+impl Document {
+    /// Renames the key `from` of the mapping at `parent` to `to`, in place, with the positions
+    /// of the node and of everything under it (validators spell a key as Go's decoder reads
+    /// it). When `to` is there too, `replace` says which value stays: the renamed one (`to`'s
+    /// entry is dropped) or `to`'s (the `from` entry is dropped). Returns false when there is
+    /// no such key.
+    pub fn rename_key(&mut self, parent: &str, from: &str, to: &str, replace: bool) -> bool {
+        let Some(Value::Object(map)) = self.value.pointer_mut(parent) else {
+            return false;
+        };
+        if !map.contains_key(from) {
+            return false;
+        }
+        let clash = map.contains_key(to);
+        let old = std::mem::take(map);
+        let mut renamed = Map::with_capacity(old.len());
+        for (k, v) in old {
+            if k == from {
+                if !clash || replace {
+                    renamed.insert(to.to_owned(), v);
+                }
+            } else if k != to || !replace {
+                renamed.insert(k, v);
+            }
+        }
+        *map = renamed;
+        let base = format!("{}{parent}/", self.prefix);
+        let old_ptr = format!("{base}{}", escape_pointer_token(from));
+        let new_ptr = format!("{base}{}", escape_pointer_token(to));
+        let under = |p: &str, root: &str| {
+            p.strip_prefix(root)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        };
+        let from_wins = !clash || replace;
+        let positions = Arc::make_mut(&mut self.positions);
+        let moved: Vec<(String, Pos)> = positions
+            .iter()
+            .filter(|(p, _)| under(p, &old_ptr) || under(p, &new_ptr))
+            .map(|(p, pos)| (p.clone(), *pos))
+            .collect();
+        for (p, _) in &moved {
+            positions.remove(p);
+        }
+        for (p, pos) in moved {
+            if from_wins && under(&p, &old_ptr) {
+                positions.insert(format!("{new_ptr}{}", &p[old_ptr.len()..]), pos);
+            } else if !from_wins && under(&p, &new_ptr) {
+                positions.insert(p, pos);
+            }
+        }
+        true
+    }
+}
+
 /// Escapes one reference token of a JSON pointer (RFC 6901).
 pub fn escape_pointer_token(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")

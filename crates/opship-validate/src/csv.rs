@@ -227,7 +227,8 @@ rule!(
      reinvocationPolicy, webhookPath and conversionCRDs. The API server prunes any other field \
      when the CSV is created, so the setting is silently lost on install: a `namespaceSelector` \
      copied from a webhook configuration never applies (OLM sets the namespace selector from \
-     the OperatorGroup), and a misspelt field (`webhookpath`) is as good as absent. Remove the \
+     the OperatorGroup), and a misspelt field (`webhookPth`) is as good as absent (a field in \
+     another case, `webhookpath`, is read as the field, as OLM reads it: see BF019). Remove the \
      field or fix its name. The reference decodes the CSV into its Go type, which ignores \
      unknown fields, so it reports nothing."
 );
@@ -328,16 +329,12 @@ impl<'a> Ctx<'a> {
                 if WEBHOOK_DESCRIPTION_FIELDS.contains(&key.as_str()) {
                     continue;
                 }
-                let known = WEBHOOK_DESCRIPTION_FIELDS
-                    .iter()
-                    .find(|k| k.eq_ignore_ascii_case(key));
-                let why = match (key.as_str(), known) {
-                    ("namespaceSelector", _) => {
-                        "; OLM sets the namespace selector itself, from the OperatorGroup"
-                            .to_owned()
-                    }
-                    (_, Some(k)) => format!("; did you mean `{k}`?"),
-                    _ => String::new(),
+                // A key that is a field in another case (`webhookpath`) was renamed by the
+                // loader, as OLM's Go decoder reads it (BF019); what is left is unknown.
+                let why = if key == "namespaceSelector" {
+                    "; OLM sets the namespace selector itself, from the OperatorGroup"
+                } else {
+                    ""
                 };
                 let ptr = format!("/spec/webhookdefinitions/{i}/{}", escape_pointer_token(key));
                 self.push(

@@ -179,11 +179,48 @@ rule!(
      opm cannot tell the image is a bundle. Rebuild the image with `opship build`."
 );
 
+rule!(
+    BundleFormat,
+    BF019,
+    Warning,
+    None,
+    "Field names are spelt as the API defines them, case included",
+    "OLM and operator-framework/api decode the ClusterServiceVersion and the annotations, \
+     dependencies and properties files with Go's encoding/json, which takes a key that differs \
+     from a field name only in case (`ApiVersion`, `MinKubeVersion`) as that field. opship reads \
+     it the same way, so the verdict is OLM's, and warns: the Kubernetes API server, kubectl, \
+     kustomize and most other tools are case-sensitive and ignore or reject such a key. Rename \
+     it to the exact spelling the finding gives."
+);
+
 /// The rules of this suite.
 pub const RULES: &[&Rule] = &[
     &BF001, &BF002, &BF003, &BF004, &BF005, &BF006, &BF007, &BF008, &BF009, &BF010, &BF011, &BF012,
-    &BF013, &BF014, &BF015, &BF016, &BF017, &BF018,
+    &BF013, &BF014, &BF015, &BF016, &BF017, &BF018, &BF019,
 ];
+
+/// Reports the keys the loader renamed to their Go field's spelling (rule BF019).
+pub(crate) fn go_case(b: &mut Bundle, renamed: Vec<crate::gofields::Renamed>) {
+    for r in renamed {
+        let also = match (r.both, r.kept) {
+            (false, _) => String::new(),
+            (true, true) => format!("; `{}` is given too, and this value wins", r.field),
+            (true, false) => format!("; `{}` is given too, and its value wins", r.field),
+        };
+        b.findings.push(
+            Finding::new(
+                &BF019,
+                &b.name,
+                format!(
+                    "key `{}` is read as `{}` (Go's decoder ignores case, as OLM does); \
+                     case-sensitive tools ignore it: write `{}`{also}",
+                    r.key, r.path, r.field
+                ),
+            )
+            .at(r.origin),
+        );
+    }
+}
 
 /// Runs the format checks that need the whole loaded bundle; called by the loader.
 pub(crate) fn check_loaded(b: &mut Bundle) {

@@ -29,6 +29,7 @@ pub mod csv;
 pub mod deprecated;
 pub mod error;
 pub mod format;
+pub mod gofields;
 pub mod good_practices;
 pub mod load;
 pub mod objects;

@@ -21,6 +21,7 @@ enum Parsed {
     Yaml(
         opship_core::error::Result<(Vec<Document>, Vec<yaml::DuplicateKey>)>,
         bool,
+        Vec<crate::gofields::Renamed>,
     ),
     NotUtf8(usize),
 }
@@ -129,9 +130,25 @@ impl Bundle {
     }
 }
 
+/// How keys of the CSV and the metadata files are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keys {
+    /// As OLM's Go decoder reads them: a key that is a field name in another case is renamed to
+    /// the field (and reported, BF019). For validation.
+    Go,
+    /// As written: for rendering, where opm keeps each manifest as an unstructured object and
+    /// looks spec fields up by their exact names.
+    AsWritten,
+}
+
 /// Loads a bundle directory. Only a path that cannot be read as a directory is an `Err`; every
 /// problem inside the bundle becomes a finding.
 pub fn load_dir(dir: &Path) -> Result<Bundle> {
+    load_dir_keys(dir, Keys::Go)
+}
+
+/// [`load_dir`], reading keys as `keys` says.
+pub fn load_dir_keys(dir: &Path, keys: Keys) -> Result<Bundle> {
     let meta = std::fs::metadata(dir).map_err(|e| Error::io(dir, e))?;
     if !meta.is_dir() {
         return Err(Error::NotABundle {
@@ -140,7 +157,7 @@ pub fn load_dir(dir: &Path) -> Result<Bundle> {
                 .into(),
         });
     }
-    let mut input = Input::new(dir);
+    let mut input = Input::new(dir, keys);
     for sub in ["manifests", "metadata"] {
         let d = dir.join(sub);
         match std::fs::metadata(&d) {
@@ -260,6 +277,11 @@ pub fn load_layout(layout: &Path, tag: &str) -> Result<Bundle> {
 /// [`load_layout`], naming the bundle's files under `shown` instead of `LAYOUT:TAG` (an image
 /// pulled from a registry into a temporary layout is shown by its reference).
 pub fn load_layout_as(layout: &Path, tag: &str, shown: &Path) -> Result<Bundle> {
+    load_layout_keys(layout, tag, shown, Keys::Go)
+}
+
+/// [`load_layout_as`], reading keys as `keys` says.
+pub fn load_layout_keys(layout: &Path, tag: &str, shown: &Path, keys: Keys) -> Result<Bundle> {
     use opship_core::image::{layout::Layout, unpack};
     let name = shown.to_path_buf();
     let not_a_bundle = |e: opship_core::error::Error| Error::NotABundle {
@@ -271,7 +293,7 @@ pub fn load_layout_as(layout: &Path, tag: &str, shown: &Path) -> Result<Bundle> 
     for layer in &image.layers {
         unpacker.add_layer(layer.as_slice()).map_err(not_a_bundle)?;
     }
-    let mut b = load_files(&name, unpacker.finish());
+    let mut b = load_files_keys(&name, unpacker.finish(), keys);
     // Bundle-wide findings name the image by its tag, as they name a directory by its name.
     let dir_name = std::mem::replace(&mut b.name, tag.to_owned());
     for f in &mut b.findings {
@@ -287,7 +309,12 @@ pub fn load_layout_as(layout: &Path, tag: &str, shown: &Path) -> Result<Bundle> 
 /// paths relative to the bundle root, e.g. `manifests/csv.yaml`; `root` is only used to name
 /// them in findings.
 pub fn load_files(root: &Path, files: Vec<(PathBuf, Vec<u8>)>) -> Bundle {
-    let mut input = Input::new(root);
+    load_files_keys(root, files, Keys::Go)
+}
+
+/// [`load_files`], reading keys as `keys` says.
+pub fn load_files_keys(root: &Path, files: Vec<(PathBuf, Vec<u8>)>, keys: Keys) -> Bundle {
+    let mut input = Input::new(root, keys);
     let mut files = files;
     files.sort_by(|a, b| a.0.cmp(&b.0));
     let mut seen_dirs = std::collections::BTreeSet::new();
@@ -353,10 +380,11 @@ struct Input {
     /// Entries that could not be read as files, and why.
     unreadable: Vec<(PathBuf, String)>,
     dockerfile: Option<(PathBuf, String)>,
+    keys: Keys,
 }
 
 impl Input {
-    fn new(root: &Path) -> Self {
+    fn new(root: &Path, keys: Keys) -> Self {
         Input {
             root: root.to_path_buf(),
             files: Vec::new(),
@@ -368,6 +396,7 @@ impl Input {
             total: 0,
             unreadable: Vec::new(),
             dockerfile: None,
+            keys,
         }
     }
 
@@ -470,6 +499,7 @@ impl Input {
         // Parsing dominates validation time and big CRD files make bundles uneven, so files
         // are parsed in parallel (inside the per-bundle parallelism) and merged in order.
         let root = &self.root;
+        let keys = self.keys;
         let parsed: Vec<(FileInfo, PathBuf, Parsed)> = self
             .files
             .into_par_iter()
@@ -486,9 +516,17 @@ impl Input {
                 };
                 let parsed = match String::from_utf8(bytes) {
                     Ok(text) => {
-                        let docs = yaml::parse_stream_lenient(&text, &path);
+                        let mut docs = yaml::parse_stream_lenient(&text, &path);
                         let blank = matches!(&docs, Ok((d, _)) if d.is_empty()) && is_blank(&text);
-                        Parsed::Yaml(docs, blank)
+                        let renamed = match &mut docs {
+                            Ok((d, _)) if keys == Keys::Go => crate::gofields::normalize_file(
+                                d,
+                                info.path.starts_with("manifests"),
+                                &text,
+                            ),
+                            _ => Vec::new(),
+                        };
+                        Parsed::Yaml(docs, blank, renamed)
                     }
                     Err(e) => Parsed::NotUtf8(e.utf8_error().valid_up_to()),
                 };
@@ -511,17 +549,17 @@ impl Input {
                             ),
                         ));
                     }
-                    b.findings.push(
-                        Finding::new(
-                            &format::BF008,
-                            &b.name,
-                            format!("not UTF-8 text (invalid byte at offset {offset})"),
-                        )
-                        .at(Origin::file(&path)),
-                    );
+                    let f = Finding::new(
+                        &format::BF008,
+                        &b.name,
+                        format!("not UTF-8 text (invalid byte at offset {offset})"),
+                    )
+                    .at(Origin::file(&path));
+                    b.findings
+                        .push(skipped_by_opm(f, is_manifest, annotations_file));
                     continue;
                 }
-                Parsed::Yaml(Err(e), _) => {
+                Parsed::Yaml(Err(e), _, _) => {
                     let f = yaml_finding(&b.name, &path, &e);
                     if annotations_file {
                         let at = f.location.clone().unwrap_or_else(|| Origin::file(&path));
@@ -535,10 +573,12 @@ impl Input {
                             format!("{} is not valid YAML: {pos}{}", rel.display(), f.message),
                         ));
                     }
-                    b.findings.push(f);
+                    b.findings
+                        .push(skipped_by_opm(f, is_manifest, annotations_file));
                     continue;
                 }
-                Parsed::Yaml(Ok((docs, dups)), blank) => {
+                Parsed::Yaml(Ok((docs, dups)), blank, renamed) => {
+                    format::go_case(&mut b, renamed);
                     if annotations_file && docs.is_empty() {
                         let what = if blank {
                             "is empty"
@@ -758,6 +798,27 @@ fn duplicates(b: &mut Bundle, dups: Vec<yaml::DuplicateKey>) {
             .at(d.origin),
         );
     }
+}
+
+/// A metadata file other than the annotations file that cannot be decoded (dependencies.yaml,
+/// properties.yaml) is skipped by opm when it renders the bundle or adds it to an index (its
+/// bundle parser tries each metadata file as each shape and keeps what decodes), and
+/// operator-framework/api never reads it: the bundle still loads, without what the file says.
+/// So the finding is a warning, which is the level opm gives it.
+fn skipped_by_opm(f: Finding, is_manifest: bool, annotations_file: bool) -> Finding {
+    if is_manifest || annotations_file || f.rule.id != "BF008" {
+        return f;
+    }
+    let message = format!(
+        "{}; opm skips a metadata file it cannot decode (the bundle renders and indexes without \
+         its dependencies or properties)",
+        f.message
+    );
+    Finding {
+        message: crate::rule::bounded(message),
+        ..f
+    }
+    .with_level(crate::Level::Warning)
 }
 
 fn yaml_finding(bundle: &str, path: &Path, err: &opship_core::error::Error) -> Finding {

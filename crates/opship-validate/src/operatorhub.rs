@@ -98,21 +98,12 @@ rule!(
      Modernization & Migration, Networking, Observability, OpenShift Optional, Security, \
      Storage, Streaming & Messaging), or of the list given with --categories."
 );
-rule!(
-    Operatorhub,
-    OHB010,
-    Warning,
-    None,
-    "spec.minKubeVersion is spelled with the exact case",
-    "Kubernetes field names are case-sensitive: OLM ignores `MinKubeVersion` or \
-     `minkubeversion`, so the bundle installs on any cluster version. operator-sdk's validators \
-     decode the CSV with Go's case-insensitive JSON matching and miss this. Rename the key to \
-     `minKubeVersion`."
-);
+// OHB010 (a `MinKubeVersion` key in the wrong case) is retired: the loader reads every CSV
+// key as Go's decoder does and reports the spelling as BF019.
 
 /// The rules of this suite.
 pub const RULES: &[&Rule] = &[
-    &OHB001, &OHB002, &OHB003, &OHB004, &OHB005, &OHB006, &OHB007, &OHB008, &OHB009, &OHB010,
+    &OHB001, &OHB002, &OHB003, &OHB004, &OHB005, &OHB006, &OHB007, &OHB008, &OHB009,
 ];
 
 /// The capability levels the `capabilities` annotation may name.
@@ -294,24 +285,8 @@ fn icon(csv: &Object, name: &str, push: &mut impl FnMut(&'static Rule, &str, Str
 }
 
 fn min_kube_version(spec: &Value, name: &str, push: &mut impl FnMut(&'static Rule, &str, String)) {
-    // The reference decodes with Go's case-insensitive field matching, so a `MinKubeVersion`
-    // counts as set there; Kubernetes and OLM ignore it.
-    let mut key = "minKubeVersion";
-    if spec.get(key).is_none()
-        && let Some(k) = spec
-            .as_object()
-            .and_then(|m| m.keys().find(|k| k.eq_ignore_ascii_case("minKubeVersion")))
-    {
-        key = k;
-        push(
-            &OHB010,
-            &format!("/spec/{}", opship_core::yaml::escape_pointer_token(k)),
-            format!(
-                "CSV {name}: spec.{k} is ignored by Kubernetes and OLM (field names are \
-                 case-sensitive); rename it to minKubeVersion"
-            ),
-        );
-    }
+    // A `MinKubeVersion` key was renamed by the loader, as Go's decoder reads it (BF019).
+    let key = "minKubeVersion";
     // A value that is not MAJOR.MINOR.PATCH is the csv suite's CSV009.
     let ptr = format!("/spec/{}", opship_core::yaml::escape_pointer_token(key));
     match &spec[key] {

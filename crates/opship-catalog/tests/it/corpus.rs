@@ -244,3 +244,61 @@ fn bundle_images_in_a_layout_render_like_opm() {
     }
     assert!(picked.len() >= 19);
 }
+
+/// A real bundle whose relatedImages list four images under two to four names each
+/// (gitlab-runner-operator 1.52.0, 11 entries with the bundle image: opm keeps the CSV's order
+/// there, as the corpus render shows), grown past 12 entries with three more images: opm's
+/// `sort.Slice` then takes its quicksort path and the entries sharing an image come out in Go's
+/// order, not the CSV's. The expected names were computed with an independent transcription of
+/// Go's pdqsort. A stable sort would keep the CSV's order within each image: `manager`,
+/// `gitlab_runner_operator`, the annotation entry, `gitlab-runner-operator`, then
+/// `kube-rbac-proxy`, `kube_rbac_proxy`.
+#[test]
+fn shared_images_past_twelve_entries_follow_gos_sort() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("1.52.0");
+    let src = corpus_dir().join("bundles/gitlab-runner-operator/1.52.0");
+    for sub in ["manifests", "metadata"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        for e in std::fs::read_dir(src.join(sub)).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), dir.join(sub).join(e.file_name())).unwrap();
+        }
+    }
+    let csv = dir.join("manifests/gitlab-runner-operator.clusterserviceversion.yaml");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut doc = opship_core::yaml::parse_one(&text, &csv).unwrap().value;
+    let list = doc["spec"]["relatedImages"].as_array_mut().unwrap();
+    for (name, image) in [
+        ("extra-a", "quay.io/extra/a:1"),
+        ("extra-b", "registry.gitlab.com/gitlab-org/ci-cd/zz:1"),
+        ("extra-c", "docker.io/library/busybox:1.36"),
+    ] {
+        list.push(serde_json::json!({"name": name, "image": image}));
+    }
+    std::fs::write(&csv, opship_core::yaml::to_string(&doc).unwrap()).unwrap();
+    let image = "127.0.0.1:5000/corpus/gitlab-runner-operator:1.52.0";
+    let b = render::render_dir(&dir, image, CsvFormat::BundleObject).unwrap();
+    let names: Vec<&str> = b.related_images.iter().map(|r| r.name.as_str()).collect();
+    let operator_annotation = "gl-openshift/gitlab-runner-operator/gitlab-runner-operator-\
+        5ffabd4ede31b2d3e1ff35ca70683d488385429c546bd50a45cadcf42d10f94f-annotation";
+    assert_eq!(
+        names,
+        [
+            "",
+            "extra-c",
+            "extra-a",
+            "gitlab-runner-helper",
+            "gitlab_runner_helper",
+            "gitlab_runner",
+            "gitlab-runner",
+            "extra-b",
+            "gitlab-runner-operator",
+            operator_annotation,
+            "gitlab_runner_operator",
+            "manager",
+            "kube_rbac_proxy",
+            "kube-rbac-proxy",
+        ]
+    );
+}

@@ -189,6 +189,15 @@ fn render(findings: &[opship_validate::Finding], root: &Path) -> String {
 }
 
 fn run_case(rule: &'static rule::Rule, case: &Path) -> (bool, String) {
+    let (findings, text) = case_findings(rule, case);
+    (findings.iter().any(|f| f.rule.id == rule.id), text)
+}
+
+/// Every finding of a case, and their snapshot text.
+fn case_findings(
+    rule: &'static rule::Rule,
+    case: &Path,
+) -> (Vec<opship_validate::Finding>, String) {
     let tmp = tempfile::tempdir().unwrap();
     let dest = tmp.path().join("0.3.0");
     let (opts, description, spec) = materialize(case, rule, &dest);
@@ -224,9 +233,73 @@ fn run_case(rule: &'static rule::Rule, case: &Path) -> (bool, String) {
         )
     };
     let findings = opship_validate::validate(&b, &opts);
-    let fired = findings.iter().any(|f| f.rule.id == rule.id);
     let text = format!("# {description}\n{}", render(&findings, &root));
-    (fired, text)
+    (findings, text)
+}
+
+/// docs/validation-differences.md lists, under "Verdict differences", every rule whose verdict
+/// can differ from the reference with a fixture; each listed fixture exists and opship gives
+/// it the documented verdict (the reference's is the other one). Under "Former verdict
+/// differences" it lists fixed cases, where both verdicts are the same.
+#[test]
+fn documented_verdict_differences_hold() {
+    check_verdict_table("Verdict differences", true);
+    check_verdict_table("Former verdict differences", false);
+}
+
+fn check_verdict_table(heading: &str, differ: bool) {
+    let doc =
+        std::fs::read_to_string(crate::repo_dir().join("docs/validation-differences.md")).unwrap();
+    let section = doc
+        .split(&format!("\n## {heading}\n"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("docs/validation-differences.md has no \"{heading}\" section"));
+    let section = section.split("\n## ").next().unwrap();
+    let mut rows = 0;
+    let mut problems = Vec::new();
+    for line in section.lines().filter(|l| l.starts_with("| ")) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        // | rule | `fixture` | opship | reference | cause |
+        let (Some(id), Some(fixture), Some(ours)) = (cells.get(1), cells.get(2), cells.get(3))
+        else {
+            continue;
+        };
+        let Some(rule) = rule::find(id) else {
+            continue; // the header row
+        };
+        rows += 1;
+        let fixture = fixture.trim_matches('`');
+        let case = fixtures_dir().join(fixture);
+        if !case.is_dir() {
+            problems.push(format!("{id}: fixture {fixture} does not exist"));
+            continue;
+        }
+        let (findings, text) = case_findings(rule, &case);
+        let verdict = if findings
+            .iter()
+            .any(|f| f.level == opship_validate::Level::Error)
+        {
+            "fail"
+        } else {
+            "pass"
+        };
+        if !ours.starts_with(verdict) {
+            problems.push(format!(
+                "{fixture}: opship says {verdict}, the doc {ours}:\n{text}"
+            ));
+        }
+        let same = cells
+            .get(4)
+            .is_some_and(|theirs| theirs.starts_with(verdict));
+        if same == differ {
+            problems.push(format!(
+                "{fixture}: under \"{heading}\" but the reference's verdict is {}",
+                if same { "the same" } else { "another" }
+            ));
+        }
+    }
+    assert!(rows >= 5, "only {rows} rows found under \"{heading}\"");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
 #[test]
