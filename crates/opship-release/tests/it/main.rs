@@ -96,10 +96,12 @@ fn a_release_through_the_library_matches_the_registry_and_the_files() {
         .collect::<Vec<_>>()
     );
     for st in &s.steps {
-        if st.id != "validate" {
+        // The sample commits its bundle directories: that step is found done.
+        if st.id != "validate" && st.id != "bundle" {
             assert_eq!(st.state, State::Ran, "{st:?}");
         }
     }
+    assert!(matches!(s.steps[0].state, State::Done(_)));
 
     // The bundle image: the digest skopeo reads from the registry and from the layout.
     let bundle_ref = format!("{ns}/memcached-operator-bundle:v0.1.0");
