@@ -78,6 +78,13 @@ pub(crate) fn stage(
         .map_err(|e| failed("validate")(&e))?;
     // The findings name the bundle directory the user knows, not the staged copy.
     report.path = plan.bundle_dir.clone();
+    for f in &mut report.findings {
+        if let Some(o) = &mut f.location
+            && let Ok(rel) = o.file.strip_prefix(&staged_bundle)
+        {
+            o.file = plan.bundle_dir.join(rel).into();
+        }
+    }
     if report.has_errors() {
         return Err(Stopped::Invalid(report));
     }
