@@ -185,7 +185,10 @@ fn write_text(out: &mut impl Write, summary: &Summary) -> std::io::Result<()> {
             "catalog       {} image {} {}",
             c.dir,
             c.image.reference.as_deref().unwrap_or(&c.image.layout),
-            c.image.digest.as_deref().unwrap_or("(after the catalog add)")
+            c.image
+                .digest
+                .as_deref()
+                .unwrap_or("(after the catalog add)")
         )?;
         if let Some(sig) = &c.image.signature {
             writeln!(out, "  signature {sig}")?;

@@ -891,7 +891,12 @@ fn events_jsonl_report_each_step_of_a_release_and_of_its_rerun() {
         .map(|(_, id)| id.as_str())
         .collect();
     assert_eq!(skipped, ["bundle", "validate"], "{steps:?}");
-    for id in ["push-bundle", "sign", "sign-catalog:bundle/index", "sign-chart"] {
+    for id in [
+        "push-bundle",
+        "sign",
+        "sign-catalog:bundle/index",
+        "sign-chart",
+    ] {
         assert!(
             steps.contains(&("finish".to_owned(), id.to_owned())),
             "{id}: {steps:?}"
@@ -935,7 +940,10 @@ fn events_jsonl_report_each_step_of_a_release_and_of_its_rerun() {
 
 /// `cosign verify` of a real cosign (cosign2 or cosign3 from scripts/peers) with the key.
 fn cosign_verify(cosign: &str, public: &Path, reference: &str) -> Run {
-    require(cosign, "cosign (scripts/peers puts cosign2 and cosign3 on PATH)");
+    require(
+        cosign,
+        "cosign (scripts/peers puts cosign2 and cosign3 on PATH)",
+    );
     run(Command::new(cosign)
         .args(["verify", "--key"])
         .arg(public)
@@ -960,9 +968,10 @@ fn catalog_image_and_chart_are_signed_and_a_rerun_signs_only_what_lacks_a_signat
     // registry exists stays right once it does).
     let ns = format!("{}/sample", reg.addr);
     let config = dir.join("opship.yaml");
-    let text = std::fs::read_to_string(&config)
-        .unwrap()
-        .replace("quay.io/example/memcached-operator-", &format!("{ns}/memcached-operator-"));
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "quay.io/example/memcached-operator-",
+        &format!("{ns}/memcached-operator-"),
+    );
     std::fs::write(&config, text).unwrap();
 
     // Without a registry: the catalog image is signed in the layout.
@@ -1034,8 +1043,16 @@ fn catalog_image_and_chart_are_signed_and_a_rerun_signs_only_what_lacks_a_signat
     for reference in [&catalog_ref, &chart_ref] {
         for cosign in ["cosign2", "cosign3"] {
             let r = cosign_verify(cosign, &public, reference);
-            assert_eq!(r.code, 0, "{cosign} verify {reference}:\n{}\n{}", r.stdout, r.stderr);
-            assert!(r.stdout.contains(reference.split('@').nth(1).unwrap()), "{}", r.stdout);
+            assert_eq!(
+                r.code, 0,
+                "{cosign} verify {reference}:\n{}\n{}",
+                r.stdout, r.stderr
+            );
+            assert!(
+                r.stdout.contains(reference.split('@').nth(1).unwrap()),
+                "{}",
+                r.stdout
+            );
         }
         ok(
             run(isolated(home.path())
@@ -1048,7 +1065,10 @@ fn catalog_image_and_chart_are_signed_and_a_rerun_signs_only_what_lacks_a_signat
 
     // The catalog image's signature goes (deleted from the registry): the re-run signs that
     // image again and nothing else.
-    let sig_tag = format!("sha256-{}.sig", catalog_digest.trim_start_matches("sha256:"));
+    let sig_tag = format!(
+        "sha256-{}.sig",
+        catalog_digest.trim_start_matches("sha256:")
+    );
     let deleted = Command::new("bash")
         .arg("-c")
         .arg(format!(

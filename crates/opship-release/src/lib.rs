@@ -27,14 +27,17 @@ pub use error::{Error, Result};
 pub use event::Event;
 pub use plan::{CatalogTarget, KeyPlan, Plan};
 pub use step::{Kind, Location, State, Step, Subject};
-pub use summary::{BundleSummary, CatalogImage, CatalogSummary, ChartSummary, SignatureSummary, Summary};
+pub use summary::{
+    BundleSummary, CatalogImage, CatalogSummary, ChartSummary, SignatureSummary, Summary,
+};
 
 use opship_core::config::Project;
 use zeroize::Zeroizing;
 
 /// Pins the operator images of a generated bundle to digests (`useImageDigests`): given by the
 /// caller, which owns the network half of pinning.
-pub type Pinner<'a> = &'a dyn Fn(&mut opship_core::bundle::Bundle) -> std::result::Result<(), String>;
+pub type Pinner<'a> =
+    &'a dyn Fn(&mut opship_core::bundle::Bundle) -> std::result::Result<(), String>;
 
 /// What to release and how.
 pub struct Options<'a> {

@@ -89,14 +89,18 @@ pub(crate) fn release(
 
 /// The one registry client of the release (credentials looked up once).
 fn client_for(ns: &str, options: &Options<'_>) -> Result<Registry> {
-    let probe = parse_reference(&format!("{ns}/probe:latest"))
-        .map_err(|e| Error::Config(e.to_string()))?;
+    let probe =
+        parse_reference(&format!("{ns}/probe:latest")).map_err(|e| Error::Config(e.to_string()))?;
     let found = opship_oci::auth::lookup(
         probe.resolve_registry(),
         &opship_oci::auth::Env::from_process(),
     )
     .map_err(|e| Error::Config(e.to_string()))?;
-    tracing::info!("credentials for {}: {}", probe.resolve_registry(), found.source);
+    tracing::info!(
+        "credentials for {}: {}",
+        probe.resolve_registry(),
+        found.source
+    );
     let mut o = options.registry_options.clone();
     o.insecure |= options.insecure;
     Ok(Registry::new(&probe, found.auth, o))
@@ -105,11 +109,7 @@ fn client_for(ns: &str, options: &Options<'_>) -> Result<Registry> {
 impl Runner<'_> {
     /// Records a step: runs `action` when it is pending (and this is no dry run), reporting
     /// start and finish, else reports it skipped.
-    fn execute(
-        &mut self,
-        mut step: Step,
-        action: impl FnOnce(&Self) -> StepResult,
-    ) -> Result<()> {
+    fn execute(&mut self, mut step: Step, action: impl FnOnce(&Self) -> StepResult) -> Result<()> {
         if step.state.pending() && !self.plan.dry_run {
             (self.on_event)(&Event::Started(&step));
             if let Err(message) = action(self) {
@@ -169,7 +169,11 @@ impl Runner<'_> {
             kind: Kind::Sign {
                 subject: subject.clone(),
             },
-            description: format!("sign {what} {} with {}", subject.digest, s(&self.plan.key.key)),
+            description: format!(
+                "sign {what} {} with {}",
+                subject.digest,
+                s(&self.plan.key.key)
+            ),
             command,
             reads: vec![subject.reference(), s(&self.plan.key.key)],
             writes: vec![subject.signature_reference()],
@@ -186,14 +190,20 @@ impl Runner<'_> {
             _ => {}
         }
         self.execute(step, |r| {
-            r.rt
-                .block_on(r.signer.sign(r.client.as_ref(), &subject, &r.plan.version))
+            r.rt.block_on(r.signer.sign(r.client.as_ref(), &subject, &r.plan.version))
                 .map(|_| ())
         })
     }
 
     /// Checks and runs a push of the layout tag `tag` to `remote`, whose content is `digest`.
-    fn push_step(&mut self, id: String, what: &str, tag: &str, remote: &str, digest: Option<&str>) -> Result<()> {
+    fn push_step(
+        &mut self,
+        id: String,
+        what: &str,
+        tag: &str,
+        remote: &str,
+        digest: Option<&str>,
+    ) -> Result<()> {
         let mut step = Step {
             id: id.clone(),
             kind: Kind::Push {
@@ -233,8 +243,7 @@ impl Runner<'_> {
         // for its own identity by the sign step, one signature in its `.sig`.
         self.execute(step, |r| {
             let client = r.client.as_ref().ok_or("no registry")?;
-            r.rt
-                .block_on(client.push_from_layout(&layout, &tag, &target, None))
+            r.rt.block_on(client.push_from_layout(&layout, &tag, &target, None))
                 .map(|_| ())
                 .map_err(|e| e.to_string())
         })
@@ -395,7 +404,10 @@ impl Runner<'_> {
         let signature_ref = bundle_subject.signature_reference();
         let signature_digest = match &bundle_remote {
             Some(_) => self.remote_digest("sign", &signature_ref)?,
-            None => layout_digest(&layout, &format!("sha256-{}.sig", bundle_digest.trim_start_matches("sha256:"))),
+            None => layout_digest(
+                &layout,
+                &format!("sha256-{}.sig", bundle_digest.trim_start_matches("sha256:")),
+            ),
         };
         Ok(Ok(Summary {
             package: self.plan.project.config.package.clone(),
@@ -513,15 +525,14 @@ impl Runner<'_> {
         };
         if !self.plan.dry_run {
             (self.on_event)(&Event::Started(&step));
-            let report = opship_catalog::validate::validate_dir(&target.dir).map_err(|e| {
-                Error::Step {
+            let report =
+                opship_catalog::validate::validate_dir(&target.dir).map_err(|e| Error::Step {
                     version: self.plan.version.clone(),
                     id: step.id.clone(),
                     description: step.description.clone(),
                     command: step.command.join(" "),
                     message: e.to_string(),
-                }
-            })?;
+                })?;
             if !report.passed() {
                 return Ok(Err(Outcome::CatalogInvalid {
                     dir: target.dir.clone(),
@@ -614,7 +625,11 @@ impl Runner<'_> {
                     },
                 };
                 signature = Some(subject.signature_reference());
-                self.sign_step(format!("sign-catalog:{label}"), "the catalog image", subject)?;
+                self.sign_step(
+                    format!("sign-catalog:{label}"),
+                    "the catalog image",
+                    subject,
+                )?;
             }
             None => {
                 // Dry run before the catalog add: the digest, and so the signature, comes later.
@@ -687,16 +702,21 @@ impl Runner<'_> {
         }
         self.execute(step, |_| {
             let refuse = opship_chart::Overwrite::Refuse;
-            opship_chart::check_dir(&staged.chart_files, &chart_dir, opship_chart::CHART_DIR, refuse)
-                .and_then(|()| {
-                    opship_chart::write_dir(
-                        &staged.chart_files,
-                        &chart_dir,
-                        opship_chart::CHART_DIR,
-                        refuse,
-                    )
-                })
-                .map_err(|e| e.to_string())
+            opship_chart::check_dir(
+                &staged.chart_files,
+                &chart_dir,
+                opship_chart::CHART_DIR,
+                refuse,
+            )
+            .and_then(|()| {
+                opship_chart::write_dir(
+                    &staged.chart_files,
+                    &chart_dir,
+                    opship_chart::CHART_DIR,
+                    refuse,
+                )
+            })
+            .map_err(|e| e.to_string())
         })?;
 
         let package = &staged.package;
@@ -740,8 +760,9 @@ impl Runner<'_> {
             return Ok(summary);
         };
         let artifact = chart_artifact(package, &archive, options)?;
-        let manifest_digest =
-            Digest::of(&opship_oci::artifact::chart_manifest(&artifact)).as_str().to_owned();
+        let manifest_digest = Digest::of(&opship_oci::artifact::chart_manifest(&artifact))
+            .as_str()
+            .to_owned();
         let version_tag = package.version.replace('+', "_");
         let remote = format!("{ns}/{}:{version_tag}", staged.chart_name);
         let mut push: Vec<String> = vec![
@@ -779,10 +800,9 @@ impl Runner<'_> {
         let pushed_digest = std::cell::RefCell::new(None);
         self.execute(step, |r| {
             let client = r.client.as_ref().ok_or("no registry")?;
-            let p = r
-                .rt
-                .block_on(client.push_chart(&ns, &name, &version, &artifact, false))
-                .map_err(|e| e.to_string())?;
+            let p =
+                r.rt.block_on(client.push_chart(&ns, &name, &version, &artifact, false))
+                    .map_err(|e| e.to_string())?;
             *pushed_digest.borrow_mut() = Some(p.digest);
             Ok(())
         })?;
@@ -825,8 +845,8 @@ fn chart_artifact(
         message: e.to_string(),
     };
     let files = opship_chart::package::unpack(&package.bytes, archive).map_err(|e| err(&e))?;
-    let text = std::str::from_utf8(&files["Chart.yaml"])
-        .map_err(|_| err(&"Chart.yaml is not UTF-8"))?;
+    let text =
+        std::str::from_utf8(&files["Chart.yaml"]).map_err(|_| err(&"Chart.yaml is not UTF-8"))?;
     let meta = opship_chart::package::chart_metadata(text, &archive.join("Chart.yaml"))
         .map_err(|e| err(&e))?;
     let created = options

@@ -99,8 +99,12 @@ impl Signer {
             )
             .map_err(|e| io(&e))?;
             let pw: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-            opship_core::fsutil::write_atomic_with_mode(pw_file, format!("{pw}\n").as_bytes(), 0o600)
-                .map_err(|e| io(&e))?;
+            opship_core::fsutil::write_atomic_with_mode(
+                pw_file,
+                format!("{pw}\n").as_bytes(),
+                0o600,
+            )
+            .map_err(|e| io(&e))?;
         }
         for f in [&self.plan.key, &self.plan.public] {
             if f.exists() {
@@ -117,10 +121,18 @@ impl Signer {
         );
         let key = PrivateKey::generate().map_err(|e| io(&e))?;
         let files = key.to_files(password.as_bytes()).map_err(|e| io(&e))?;
-        opship_core::fsutil::write_atomic_with_mode(&self.plan.key, files.private_pem.as_bytes(), 0o600)
-            .map_err(|e| io(&e))?;
-        opship_core::fsutil::write_atomic_with_mode(&self.plan.public, files.public_pem.as_bytes(), 0o644)
-            .map_err(|e| io(&e))?;
+        opship_core::fsutil::write_atomic_with_mode(
+            &self.plan.key,
+            files.private_pem.as_bytes(),
+            0o600,
+        )
+        .map_err(|e| io(&e))?;
+        opship_core::fsutil::write_atomic_with_mode(
+            &self.plan.public,
+            files.public_pem.as_bytes(),
+            0o644,
+        )
+        .map_err(|e| io(&e))?;
         let _ = self.private.set(key);
         Ok(())
     }

@@ -112,8 +112,8 @@ pub(crate) fn stage(
         opship_chart::Overwrite::Refuse,
     )
     .map_err(|e| failed("chart render")(&e))?;
-    let read = opship_chart::package::read_dir(&staged_chart)
-        .map_err(|e| failed("chart package")(&e))?;
+    let read =
+        opship_chart::package::read_dir(&staged_chart).map_err(|e| failed("chart package")(&e))?;
     let package = opship_chart::package::package(&read, epoch, &staged_chart)
         .map_err(|e| failed("chart package")(&e))?;
     Ok(Staged {
@@ -176,8 +176,8 @@ fn generate(plan: &Plan, options: &crate::Options<'_>) -> Result<bundle::Bundle>
             ))
         })?;
     let operator = c.operator.as_ref();
-    let objects = manifest::load_with(&source, operator.map(|o| o.placeholder()))
-        .map_err(|e| err(&e))?;
+    let objects =
+        manifest::load_with(&source, operator.map(|o| o.placeholder())).map_err(|e| err(&e))?;
     let base_csv = match &c.csv_base {
         Some(p) => Some(load_one(&project.resolve(p))?),
         None => None,

@@ -106,7 +106,10 @@ fn a_release_through_the_library_matches_the_registry_and_the_files() {
     // The bundle image: the digest skopeo reads from the registry and from the layout.
     let bundle_ref = format!("{ns}/memcached-operator-bundle:v0.1.0");
     assert_eq!(s.bundle.reference.as_deref(), Some(bundle_ref.as_str()));
-    assert_eq!(skopeo_digest(&format!("docker://{bundle_ref}")), s.bundle.digest);
+    assert_eq!(
+        skopeo_digest(&format!("docker://{bundle_ref}")),
+        s.bundle.digest
+    );
     assert_eq!(
         skopeo_digest(&format!("oci:{}", s.bundle.layout)),
         s.bundle.digest
@@ -115,10 +118,16 @@ fn a_release_through_the_library_matches_the_registry_and_the_files() {
     let cat = &s.catalogs[0];
     let cat_digest = cat.image.digest.clone().expect("catalog digest");
     assert_eq!(
-        skopeo_digest(&format!("docker://{}", cat.image.reference.as_ref().unwrap())),
+        skopeo_digest(&format!(
+            "docker://{}",
+            cat.image.reference.as_ref().unwrap()
+        )),
         cat_digest
     );
-    assert_eq!(skopeo_digest(&format!("oci:{}", cat.image.layout)), cat_digest);
+    assert_eq!(
+        skopeo_digest(&format!("oci:{}", cat.image.layout)),
+        cat_digest
+    );
     // The catalog names the bundle image by the digest pushed.
     let fbc = std::fs::read_to_string(dir.join("index/memcached-operator/catalog.yaml")).unwrap();
     assert!(fbc.contains(&cat.entry_image), "{fbc}");
@@ -129,13 +138,19 @@ fn a_release_through_the_library_matches_the_registry_and_the_files() {
     // The chart: the archive on disk has the digest reported, the registry serves the
     // manifest reported.
     let archive = std::fs::read(&s.chart.archive).unwrap();
-    assert_eq!(opship_core::image::Digest::of(&archive).as_str(), s.chart.digest);
+    assert_eq!(
+        opship_core::image::Digest::of(&archive).as_str(),
+        s.chart.digest
+    );
     assert_eq!(
         s.chart.reference.as_deref(),
         Some(format!("oci://{ns}/memcached-operator:0.1.0").as_str())
     );
     let chart_manifest = manifest_digest(&reg.addr, "lib/memcached-operator", "0.1.0");
-    assert_eq!(s.chart.manifest_digest.as_deref(), Some(chart_manifest.as_str()));
+    assert_eq!(
+        s.chart.manifest_digest.as_deref(),
+        Some(chart_manifest.as_str())
+    );
     // One `.sig` per image, in each repository, with the digest the summary gives.
     let sig = |d: &str| format!("sha256-{}.sig", d.trim_start_matches("sha256:"));
     assert_eq!(
@@ -152,7 +167,14 @@ fn a_release_through_the_library_matches_the_registry_and_the_files() {
     );
     assert_eq!(
         s.signature.digest.as_deref(),
-        Some(manifest_digest(&reg.addr, "lib/memcached-operator-bundle", &sig(&s.bundle.digest)).as_str())
+        Some(
+            manifest_digest(
+                &reg.addr,
+                "lib/memcached-operator-bundle",
+                &sig(&s.bundle.digest)
+            )
+            .as_str()
+        )
     );
     assert!(
         s.files_changed

@@ -44,7 +44,10 @@ impl TestRegistry {
             .expect("start docker-registry");
         let start = Instant::now();
         while std::net::TcpStream::connect(&addr).is_err() {
-            assert!(start.elapsed() < Duration::from_secs(20), "registry did not start");
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "registry did not start"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         TestRegistry {
@@ -119,10 +122,15 @@ pub fn manifest_digest(addr: &str, repository: &str, reference: &str) -> String 
     let out = Command::new("curl")
         .args(["-fsSI", "-H"])
         .arg("Accept: application/vnd.oci.image.manifest.v1+json")
-        .arg(format!("http://{addr}/v2/{repository}/manifests/{reference}"))
+        .arg(format!(
+            "http://{addr}/v2/{repository}/manifests/{reference}"
+        ))
         .output()
         .expect("curl");
-    assert!(out.status.success(), "{repository}:{reference} not in the registry");
+    assert!(
+        out.status.success(),
+        "{repository}:{reference} not in the registry"
+    );
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .find_map(|l| {
