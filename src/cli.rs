@@ -234,6 +234,17 @@ pub struct ReleaseArgs {
     /// Allow plain HTTP to a non-loopback registry.
     #[arg(long)]
     pub insecure: bool,
+    /// Progress as events while the steps run, on standard error: `jsonl` is one JSON object
+    /// per step start, finish and skip (with the step id), instead of the progress lines.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub events: Option<EventFormat>,
+}
+
+/// `release --events`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EventFormat {
+    /// One JSON object per line.
+    Jsonl,
 }
 
 /// Options of every registry command.

@@ -60,13 +60,8 @@ fn credentials(args: &RegistryArgs, host: &str) -> Result<Auth, CmdError> {
     Ok(found.auth)
 }
 
-/// A client with the deadline of `OPSHIP_REGISTRY_DEADLINE` (or the default): for callers
-/// without a `--deadline` flag.
-pub(super) fn client(
-    reference: &registry::Reference,
-    args: &RegistryArgs,
-    chunked: bool,
-) -> Result<Registry, CmdError> {
+/// The deadline of `OPSHIP_REGISTRY_DEADLINE` (or the default).
+pub(super) fn env_deadline() -> Result<Option<std::time::Duration>, CmdError> {
     let seconds = match std::env::var(DEADLINE_ENV) {
         Ok(v) if !v.trim().is_empty() => v
             .trim()
@@ -74,7 +69,7 @@ pub(super) fn client(
             .map_err(|_| format!("{DEADLINE_ENV}: `{v}` is not a number of seconds"))?,
         _ => registry::DEFAULT_DEADLINE.as_secs_f64(),
     };
-    client_with(reference, args, chunked, deadline(seconds)?)
+    deadline(seconds)
 }
 
 /// A client for the registry of `reference` with `--deadline`.
@@ -104,7 +99,7 @@ pub(super) fn deadline(seconds: f64) -> Result<Option<std::time::Duration>, CmdE
 }
 
 /// Client options from `--insecure`, `--timeout` and `--retries`.
-fn options(args: &RegistryArgs, chunked: bool) -> Result<Options, CmdError> {
+pub(super) fn options(args: &RegistryArgs, chunked: bool) -> Result<Options, CmdError> {
     if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 86_400.0) {
         return Err(format!(
             "--timeout / OPSHIP_REGISTRY_TIMEOUT: `{}` is not a number of seconds between 0 and 86400",

@@ -104,6 +104,15 @@ fn tags(addr: &str, repository: &str) -> Vec<String> {
     t
 }
 
+/// The tags of a repository that are not cosign signatures, and how many signature tags
+/// there are besides.
+fn release_tags(addr: &str, repository: &str) -> (Vec<String>, usize) {
+    let (sigs, rest): (Vec<String>, Vec<String>) = tags(addr, repository)
+        .into_iter()
+        .partition(|t| t.starts_with("sha256-") && t.ends_with(".sig"));
+    (rest, sigs.len())
+}
+
 /// Every manifest of every tag of the release's repositories: what a registry "holds".
 fn registry_content(addr: &str, ns: &str) -> Vec<(String, String, String)> {
     let accept = "application/vnd.oci.image.manifest.v1+json, \
@@ -471,13 +480,14 @@ fn a_release_interrupted_by_a_dead_registry_finishes_when_run_again() {
         bundle_tags.contains(&"v0.1.0".to_owned()) && bundle_tags.contains(&"v0.2.0".to_owned())
     );
     assert!(bundle_tags.contains(&sig_tag), "{bundle_tags:?}");
+    // The catalog image and the chart of each release, each with its one `.sig`.
     assert_eq!(
-        tags(&reg.addr, "sample/memcached-operator-catalog"),
-        vec!["v0.1.0", "v0.2.0"]
+        release_tags(&reg.addr, "sample/memcached-operator-catalog"),
+        (vec!["v0.1.0".to_owned(), "v0.2.0".to_owned()], 2)
     );
     assert_eq!(
-        tags(&reg.addr, "sample/memcached-operator"),
-        vec!["0.1.0", "0.2.0"]
+        release_tags(&reg.addr, "sample/memcached-operator"),
+        (vec!["0.1.0".to_owned(), "0.2.0".to_owned()], 2)
     );
     let (_, sig) = http_get(
         &reg.addr,
@@ -700,8 +710,8 @@ fn a_release_that_fails_after_the_catalog_step_adds_no_second_entry_on_rerun() {
     assert_eq!(status_of(&s, "push-catalog:bundle/index"), "ran", "{s}");
     assert_eq!(std::fs::read_to_string(&catalog).unwrap(), written);
     assert_eq!(
-        tags(&reg.addr, "sample/memcached-operator-catalog"),
-        vec!["v0.1.0"]
+        release_tags(&reg.addr, "sample/memcached-operator-catalog"),
+        (vec!["v0.1.0".to_owned()], 1)
     );
     let c = skopeo_inspect(&format!(
         "{}/sample/memcached-operator-catalog:v0.1.0",
@@ -825,4 +835,268 @@ fn each_catalog_target_gets_its_own_render_format_and_image() {
         !dir.join("index").exists(),
         "no default index/ when targets are configured"
     );
+}
+
+/// The `--events jsonl` lines of a run (standard error), parsed.
+fn events(stderr: &str) -> Vec<serde_json::Value> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(json)
+        .collect()
+}
+
+/// The events expected from a summary: start and finish of every step that ran, a skip of
+/// every other, in plan order.
+fn expected_events(summary: &serde_json::Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for st in summary["steps"].as_array().unwrap() {
+        let id = st["id"].as_str().unwrap().to_owned();
+        if st["status"] == "ran" {
+            out.push(("start".to_owned(), id.clone()));
+            out.push(("finish".to_owned(), id));
+        } else {
+            out.push(("skip".to_owned(), id));
+        }
+    }
+    out
+}
+
+#[test]
+fn events_jsonl_report_each_step_of_a_release_and_of_its_rerun() {
+    let reg = TestRegistry::start(None);
+    let (tmp, _) = sample_copy();
+    let home = tempfile::tempdir().unwrap();
+    let ns = format!("{}/sample", reg.addr);
+    let args = ["--registry", &ns, "-o", "json", "--events", "jsonl"];
+    let first = ok(release(tmp.path(), home.path(), "0.1.0", &args), "release");
+    let s = json(&first.stdout);
+    let ev = events(&first.stderr);
+    let steps: Vec<(String, String)> = ev
+        .iter()
+        .filter(|e| ["start", "finish", "skip"].contains(&e["event"].as_str().unwrap()))
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap().to_owned(),
+                e["step"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(steps, expected_events(&s), "{}", first.stderr);
+    // A full release: every step ran but the bundle validation (done on the staged copy)
+    // and the bundle directory (the sample commits it).
+    let skipped: Vec<&str> = steps
+        .iter()
+        .filter(|(e, _)| e == "skip")
+        .map(|(_, id)| id.as_str())
+        .collect();
+    assert_eq!(skipped, ["bundle", "validate"], "{steps:?}");
+    for id in [
+        "push-bundle",
+        "sign",
+        "sign-catalog:bundle/index",
+        "sign-chart",
+    ] {
+        assert!(
+            steps.contains(&("finish".to_owned(), id.to_owned())),
+            "{id}: {steps:?}"
+        );
+    }
+    // Finish events carry the digest the summary gives.
+    let finish_build = ev
+        .iter()
+        .find(|e| e["event"] == "finish" && e["step"] == "build")
+        .unwrap();
+    assert_eq!(finish_build["digest"], s["bundle"]["digest"]);
+    // No progress lines besides the JSON: every line of standard error is an event or a note
+    // about the generated key.
+    for l in first.stderr.lines() {
+        assert!(
+            l.starts_with('{') || l.contains("signing key"),
+            "not an event: {l}"
+        );
+    }
+
+    // The re-run: only skips, and the catalog validation that always runs.
+    let again = ok(release(tmp.path(), home.path(), "0.1.0", &args), "re-run");
+    let s2 = json(&again.stdout);
+    let steps2: Vec<(String, String)> = events(&again.stderr)
+        .iter()
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap().to_owned(),
+                e["step"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(steps2, expected_events(&s2), "{}", again.stderr);
+    for (e, id) in &steps2 {
+        assert!(
+            e == "skip" || id == "catalog-validate:bundle/index",
+            "{e} {id}"
+        );
+    }
+}
+
+/// `cosign verify` of a real cosign (cosign2 or cosign3 from scripts/peers) with the key.
+fn cosign_verify(cosign: &str, public: &Path, reference: &str) -> Run {
+    require(
+        cosign,
+        "cosign (scripts/peers puts cosign2 and cosign3 on PATH)",
+    );
+    run(Command::new(cosign)
+        .args(["verify", "--key"])
+        .arg(public)
+        .args([
+            "--insecure-ignore-tlog=true",
+            "--allow-insecure-registry",
+            "--allow-http-registry",
+            "-o",
+            "json",
+            reference,
+        ])
+        .env("COSIGN_EXPERIMENTAL", "0"))
+}
+
+#[test]
+fn catalog_image_and_chart_are_signed_and_a_rerun_signs_only_what_lacks_a_signature() {
+    let reg = TestRegistry::start(None);
+    let (tmp, dir) = sample_copy();
+    let home = tempfile::tempdir().unwrap();
+    let public = dir.join(".opship/cosign.pub");
+    // The images' repositories are the registry's (so the catalog entry made before the
+    // registry exists stays right once it does).
+    let ns = format!("{}/sample", reg.addr);
+    let config = dir.join("opship.yaml");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "quay.io/example/memcached-operator-",
+        &format!("{ns}/memcached-operator-"),
+    );
+    std::fs::write(&config, text).unwrap();
+
+    // Without a registry: the catalog image is signed in the layout.
+    let s = json(
+        &ok(
+            release(tmp.path(), home.path(), "0.1.0", &["-o", "json"]),
+            "release without a registry",
+        )
+        .stdout,
+    );
+    assert_eq!(status_of(&s, "sign-catalog:bundle/index"), "ran", "{s}");
+    let catalog_repo = s["catalogs"][0]["repository"].as_str().unwrap();
+    ok(
+        run(isolated(home.path())
+            .args(["verify", "--key"])
+            .arg(&public)
+            .args(["--identity", catalog_repo])
+            .arg(format!("{}:catalog-0.1.0", dir.join("dist/oci").display()))),
+        "opship verify of the catalog image in the layout",
+    );
+
+    // The registry appears: each image is pushed and signed for its registry identity; the
+    // layout's signatures stay behind, so each `.sig` holds one signature.
+    let s = release_json(tmp.path(), home.path(), "0.1.0", &ns);
+    for id in [
+        "push-bundle",
+        "sign",
+        "push-catalog:bundle/index",
+        "sign-catalog:bundle/index",
+        "push-chart",
+        "sign-chart",
+    ] {
+        assert_eq!(status_of(&s, id), "ran", "{id}: {s}");
+    }
+    for id in ["build", "catalog-add:bundle/index", "chart-package"] {
+        assert_eq!(status_of(&s, id), "done", "{id}: {s}");
+    }
+    let accept = [("Accept", "application/vnd.oci.image.manifest.v1+json")];
+    let sig_of = |repo: &str, digest: &str| {
+        let tag = format!("sha256-{}.sig", digest.trim_start_matches("sha256:"));
+        let (status, body) = http_get(
+            &reg.addr,
+            &format!("/v2/sample/{repo}/manifests/{tag}"),
+            &accept,
+        )
+        .unwrap();
+        assert_eq!(status, 200, "{repo} {tag}: {body}");
+        json(&body)
+    };
+    let bundle_digest = s["bundle"]["digest"].as_str().unwrap();
+    let catalog_digest = s["catalogs"][0]["image"]["digest"].as_str().unwrap();
+    let chart_digest = s["chart"]["manifestDigest"].as_str().unwrap();
+    for (repo, digest) in [
+        ("memcached-operator-bundle", bundle_digest),
+        ("memcached-operator-catalog", catalog_digest),
+        ("memcached-operator", chart_digest),
+    ] {
+        assert_eq!(
+            sig_of(repo, digest)["layers"].as_array().unwrap().len(),
+            1,
+            "{repo}"
+        );
+    }
+
+    // Real cosign (2.5 and 3.1) and opship verify accept the catalog image's and the chart's
+    // signatures.
+    let catalog_ref = format!("{ns}/memcached-operator-catalog@{catalog_digest}");
+    let chart_ref = format!("{ns}/memcached-operator@{chart_digest}");
+    for reference in [&catalog_ref, &chart_ref] {
+        for cosign in ["cosign2", "cosign3"] {
+            let r = cosign_verify(cosign, &public, reference);
+            assert_eq!(
+                r.code, 0,
+                "{cosign} verify {reference}:\n{}\n{}",
+                r.stdout, r.stderr
+            );
+            assert!(
+                r.stdout.contains(reference.split('@').nth(1).unwrap()),
+                "{}",
+                r.stdout
+            );
+        }
+        ok(
+            run(isolated(home.path())
+                .args(["verify", "--key"])
+                .arg(&public)
+                .args(["-a", "release=0.1.0", reference])),
+            "opship verify",
+        );
+    }
+
+    // The catalog image's signature goes (deleted from the registry): the re-run signs that
+    // image again and nothing else.
+    let sig_tag = format!(
+        "sha256-{}.sig",
+        catalog_digest.trim_start_matches("sha256:")
+    );
+    let deleted = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "d=$(curl -fsSI -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+             http://{a}/v2/sample/memcached-operator-catalog/manifests/{sig_tag} \
+             | tr -d '\\r' | awk -F': ' 'tolower($1)==\"docker-content-digest\" {{print $2}}') && \
+             curl -fsS -X DELETE http://{a}/v2/sample/memcached-operator-catalog/manifests/$d",
+            a = reg.addr
+        ))
+        .status()
+        .unwrap();
+    assert!(deleted.success());
+    let again = release_json(tmp.path(), home.path(), "0.1.0", &ns);
+    for st in again["steps"].as_array().unwrap() {
+        let id = st["id"].as_str().unwrap();
+        let expected = match id {
+            "sign-catalog:bundle/index" | "catalog-validate:bundle/index" => "ran",
+            _ => "done",
+        };
+        assert_eq!(st["status"], expected, "{id}: {again}");
+    }
+    assert_eq!(
+        sig_of("memcached-operator-catalog", catalog_digest)["layers"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let r = cosign_verify("cosign3", &public, &catalog_ref);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
 }

@@ -1,52 +1,17 @@
-//! The steps of a release as data (what runs, what it writes, the digest that proves it done,
-//! how far it is) and the checks that recognise a step as already done.
+//! Read-only checks that recognise a step as done: digests in the layout, the catalog's
+//! entries, directories holding exactly the staged files, and the hashes of every file a
+//! release may write.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use opship_core::image::{Digest, Layout};
 
-use super::s;
-use crate::commands::CmdError;
-
-/// How far a step is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum State {
-    /// Already done; why we know.
-    Done(String),
-    /// Run by this release.
-    Ran,
-    /// Would run (dry run).
-    Planned,
-    /// Cannot be checked before an earlier step has run (dry run).
-    AfterEarlier,
-}
-
-impl State {
-    pub(super) fn word(&self) -> &'static str {
-        match self {
-            State::Done(_) => "done",
-            State::Ran => "ran",
-            State::Planned => "planned",
-            State::AfterEarlier => "planned",
-        }
-    }
-}
-
-/// One step of the plan: the command that does it, what it writes and the digest that
-/// proves it done.
-#[derive(Debug, Clone)]
-pub(super) struct Step {
-    pub(super) id: String,
-    pub(super) what: String,
-    pub(super) command: Vec<String>,
-    pub(super) writes: Vec<String>,
-    pub(super) digest: Option<String>,
-    pub(super) state: State,
-}
+use crate::error::{Error, Result};
+use crate::plan::s;
 
 /// The digest of `tag` in the layout `dir`, if it is there.
-pub(super) fn layout_digest(dir: &Path, tag: &str) -> Option<String> {
+pub(crate) fn layout_digest(dir: &Path, tag: &str) -> Option<String> {
     if !dir.join("oci-layout").is_file() {
         return None;
     }
@@ -59,16 +24,19 @@ pub(super) fn layout_digest(dir: &Path, tag: &str) -> Option<String> {
 /// Whether the catalog `dir` has this release: `Some(reason)` when it holds a bundle with
 /// `image`; an error when it holds the version with another image (a released version is
 /// not replaced silently).
-pub(super) fn catalog_has(
+pub(crate) fn catalog_has(
     dir: &Path,
     package: &str,
     version: &str,
     image: &str,
-) -> Result<Option<String>, CmdError> {
+) -> Result<Option<String>> {
     if !dir.exists() {
         return Ok(None);
     }
-    let catalog = opship_catalog::load::load_dir(dir)?;
+    let catalog = opship_catalog::load::load_dir(dir).map_err(|e| Error::Check {
+        id: "catalog-add".into(),
+        message: e.to_string(),
+    })?;
     for b in &catalog.bundles {
         if b.package != package {
             continue;
@@ -80,25 +48,25 @@ pub(super) fn catalog_has(
             )));
         }
         if b.name.ends_with(&format!(".v{version}")) {
-            return Err(format!(
+            return Err(Error::Conflict(format!(
                 "the catalog {} already has {} with the image {}, not {image}; a released \
                  version is not replaced (`opship catalog add --replace` does it by hand)",
                 s(dir),
                 b.name,
                 b.image
-            )
-            .into());
+            )));
         }
     }
     Ok(None)
 }
 
-/// Whether two directories hold the same files with the same bytes.
-pub(super) fn same_tree(a: &Path, b: &Path) -> bool {
-    b.is_dir() && files_of(a) == files_of(b)
+/// Whether directory `b` holds exactly `files` (relative path → bytes).
+pub(crate) fn holds_exactly(b: &Path, files: &BTreeMap<PathBuf, Vec<u8>>) -> bool {
+    b.is_dir() && files_of(b) == *files
 }
 
-pub(super) fn files_of(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+/// Every file under `dir`, relative path → bytes.
+pub(crate) fn files_of(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
@@ -118,7 +86,7 @@ pub(super) fn files_of(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 }
 
 /// sha256 of every file under `roots`, for the files a release changed.
-pub(super) fn snapshot(roots: &[PathBuf]) -> BTreeMap<String, String> {
+pub(crate) fn snapshot(roots: &[PathBuf]) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for root in roots {
         if root.is_file() {

@@ -1,0 +1,51 @@
+//! What a release reports while it runs: typed events through the caller's callback (the
+//! binary draws progress lines, a bar or JSON lines from them).
+
+use crate::step::{State, Step};
+
+/// One event of a release.
+#[derive(Debug, Clone)]
+pub enum Event<'a> {
+    /// A step starts running.
+    Started(&'a Step),
+    /// A step finished (ran).
+    Finished(&'a Step),
+    /// A step is recognised as done (or, in a dry run, is only planned) and does not run.
+    Skipped(&'a Step),
+    /// A note for people (a generated key, validation warnings).
+    Note(&'a str),
+    /// Something the user should see even when quiet (the generated key's location).
+    Important(&'a str),
+    /// Validation findings below error level on the staged bundle (it is released).
+    Findings(&'a opship_validate::BundleReport),
+}
+
+impl Event<'_> {
+    /// The event as one JSON object (`--events jsonl`): `event` is `start`, `finish`, `skip`
+    /// or `note`; step events carry the step's id, status and digest.
+    pub fn to_json(&self) -> serde_json::Value {
+        let step = |name: &str, s: &Step| {
+            serde_json::json!({
+                "event": name,
+                "step": s.id,
+                "description": s.description,
+                "status": s.state.word(),
+                "reason": match &s.state { State::Done(r) => Some(r.as_str()), _ => None },
+                "digest": s.digest,
+            })
+        };
+        match self {
+            Event::Started(s) => step("start", s),
+            Event::Finished(s) => step("finish", s),
+            Event::Skipped(s) => step("skip", s),
+            Event::Note(n) | Event::Important(n) => {
+                serde_json::json!({"event": "note", "message": n})
+            }
+            Event::Findings(r) => serde_json::json!({
+                "event": "findings",
+                "bundle": r.path.display().to_string(),
+                "findings": r.findings.len(),
+            }),
+        }
+    }
+}

@@ -1,0 +1,948 @@
+//! The release driver: stages, then goes through the steps in order, checking each against
+//! the project and the registry (read-only) and running the pending ones through the stage
+//! libraries, with one registry client and one signer for the whole release.
+
+use std::path::Path;
+
+use opship_catalog::add::{self, AddOptions, SkipRangePolicy, SkipsPolicy};
+use opship_catalog::render::CsvFormat;
+use opship_core::image::{Digest, Image, Layout};
+use opship_oci::Registry;
+use opship_oci::registry::parse_reference;
+
+use crate::check::{catalog_has, holds_exactly, layout_digest, snapshot};
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::plan::{Plan, s};
+use crate::sign::Signer;
+use crate::stage::{self, Staged, Stopped, Warning};
+use crate::step::{Kind, Location, State, Step, Subject};
+use crate::summary::{
+    BundleSummary, CatalogImage, CatalogSummary, ChartSummary, SignatureSummary, Summary,
+};
+use crate::{Options, Outcome};
+
+struct Runner<'e> {
+    plan: Plan,
+    rt: tokio::runtime::Runtime,
+    client: Option<Registry>,
+    signer: Signer,
+    on_event: &'e mut dyn FnMut(&Event<'_>),
+}
+
+type StepResult = std::result::Result<(), String>;
+
+pub(crate) fn release(
+    plan: Plan,
+    mut options: Options<'_>,
+    on_event: &mut dyn FnMut(&Event<'_>),
+) -> Result<Outcome> {
+    let before = snapshot(&plan.written_roots());
+    let staged = {
+        let mut warn = |w: Warning<'_>| match w {
+            Warning::Text(t) => on_event(&Event::Note(t)),
+            Warning::Findings(r) => on_event(&Event::Findings(r)),
+        };
+        match stage::stage(&plan, &options, &mut warn) {
+            Ok(s) => s,
+            Err(Stopped::Invalid(report)) => return Ok(Outcome::BundleInvalid { report }),
+            Err(Stopped::Error(e)) => return Err(e),
+        }
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let client = match &plan.registry {
+        Some(ns) => Some(client_for(ns, &options)?),
+        None => None,
+    };
+    let signer = Signer::new(plan.key.clone(), options.password.take());
+    let mut r = Runner {
+        plan,
+        rt,
+        client,
+        signer,
+        on_event,
+    };
+    let outcome = r.steps(&staged, &options)?;
+    let summary = match outcome {
+        Ok(summary) => summary,
+        Err(invalid) => return Ok(invalid),
+    };
+    let after = snapshot(&r.plan.written_roots());
+    let changed: Vec<String> = after
+        .iter()
+        .filter(|(p, d)| before.get(*p) != Some(d))
+        .map(|(p, _)| p.clone())
+        .chain(
+            before
+                .keys()
+                .filter(|p| !after.contains_key(*p))
+                .map(|p| format!("{p} (removed)")),
+        )
+        .collect();
+    let mut summary = summary;
+    summary.files_changed = changed;
+    summary.steps = std::mem::take(&mut r.plan.steps);
+    Ok(Outcome::Released(Box::new(summary)))
+}
+
+/// The one registry client of the release (credentials looked up once).
+fn client_for(ns: &str, options: &Options<'_>) -> Result<Registry> {
+    let probe =
+        parse_reference(&format!("{ns}/probe:latest")).map_err(|e| Error::Config(e.to_string()))?;
+    let found = opship_oci::auth::lookup(
+        probe.resolve_registry(),
+        &opship_oci::auth::Env::from_process(),
+    )
+    .map_err(|e| Error::Config(e.to_string()))?;
+    tracing::info!(
+        "credentials for {}: {}",
+        probe.resolve_registry(),
+        found.source
+    );
+    let mut o = options.registry_options.clone();
+    o.insecure |= options.insecure;
+    Ok(Registry::new(&probe, found.auth, o))
+}
+
+impl Runner<'_> {
+    /// Records a step: runs `action` when it is pending (and this is no dry run), reporting
+    /// start and finish, else reports it skipped.
+    fn execute(&mut self, mut step: Step, action: impl FnOnce(&Self) -> StepResult) -> Result<()> {
+        if step.state.pending() && !self.plan.dry_run {
+            (self.on_event)(&Event::Started(&step));
+            if let Err(message) = action(self) {
+                return Err(Error::Step {
+                    version: self.plan.version.clone(),
+                    id: step.id,
+                    description: step.description,
+                    command: step.command.join(" "),
+                    message,
+                });
+            }
+            step.state = State::Ran;
+            (self.on_event)(&Event::Finished(&step));
+        } else {
+            (self.on_event)(&Event::Skipped(&step));
+        }
+        self.plan.steps.push(step);
+        Ok(())
+    }
+
+    fn check_err(id: &str) -> impl Fn(String) -> Error + '_ {
+        move |message| Error::Check {
+            id: id.to_owned(),
+            message,
+        }
+    }
+
+    /// The digest the registry serves for `reference`, `None` when it has none.
+    fn remote_digest(&self, id: &str, reference: &str) -> Result<Option<String>> {
+        Ok(self
+            .remote_manifest(id, reference)?
+            .map(|m| m.digest.as_str().to_owned()))
+    }
+
+    fn remote_manifest(
+        &self,
+        id: &str,
+        reference: &str,
+    ) -> Result<Option<opship_oci::registry::RawManifest>> {
+        let client = self.client.as_ref().ok_or_else(|| Error::Check {
+            id: id.to_owned(),
+            message: "no registry".into(),
+        })?;
+        let r = parse_reference(reference).map_err(|e| Self::check_err(id)(e.to_string()))?;
+        self.rt
+            .block_on(client.manifest_if_any(&r))
+            .map_err(|e| Self::check_err(id)(format!("looking up {reference}: {e}")))
+    }
+
+    /// Checks and runs a signing step of `subject`.
+    fn sign_step(&mut self, id: String, what: &str, subject: Subject) -> Result<()> {
+        let command = self
+            .plan
+            .sign_command(&subject.identity, &subject.reference());
+        let mut step = Step {
+            id: id.clone(),
+            kind: Kind::Sign {
+                subject: subject.clone(),
+            },
+            description: format!(
+                "sign {what} {} with {}",
+                subject.digest,
+                s(&self.plan.key.key)
+            ),
+            command,
+            reads: vec![subject.reference(), s(&self.plan.key.key)],
+            writes: vec![subject.signature_reference()],
+            digest: Some(subject.digest.clone()),
+            state: State::Planned,
+        };
+        let verified = self
+            .rt
+            .block_on(self.signer.verified(self.client.as_ref(), &subject))
+            .map_err(Self::check_err(&id))?;
+        match verified {
+            Some(true) => step.state = State::Done("a signature by this key verifies".into()),
+            None if self.plan.dry_run => step.state = State::AfterEarlier,
+            _ => {}
+        }
+        self.execute(step, |r| {
+            r.rt.block_on(r.signer.sign(r.client.as_ref(), &subject, &r.plan.version))
+                .map(|_| ())
+        })
+    }
+
+    /// Checks and runs a push of the layout tag `tag` to `remote`, whose content is `digest`.
+    fn push_step(
+        &mut self,
+        id: String,
+        what: &str,
+        tag: &str,
+        remote: &str,
+        digest: Option<&str>,
+    ) -> Result<()> {
+        let mut step = Step {
+            id: id.clone(),
+            kind: Kind::Push {
+                tag: tag.to_owned(),
+                target: remote.to_owned(),
+            },
+            description: format!("push {what} to {remote}"),
+            command: self.plan.push_command(tag, remote),
+            reads: vec![format!("{}:{tag}", s(&self.plan.layout))],
+            writes: vec![remote.to_owned()],
+            digest: digest.map(str::to_owned),
+            state: if digest.is_none() {
+                State::AfterEarlier
+            } else {
+                State::Planned
+            },
+        };
+        if let Some(d) = digest {
+            match self.remote_digest(&id, remote)? {
+                Some(have) if have == d => {
+                    step.state = State::Done("the registry serves this digest for the tag".into());
+                }
+                Some(have) => {
+                    return Err(Error::Conflict(format!(
+                        "{remote} already holds {have}, not the {d} this release builds: a \
+                         released version is never overwritten (release a new version, or \
+                         delete the tag if that release was a mistake)"
+                    )));
+                }
+                None => {}
+            }
+        }
+        let layout = self.plan.layout.clone();
+        let tag = tag.to_owned();
+        let target = parse_reference(remote).map_err(|e| Error::Config(e.to_string()))?;
+        // Signatures a layout holds are not carried along: the registry's image is signed
+        // for its own identity by the sign step, one signature in its `.sig`.
+        self.execute(step, |r| {
+            let client = r.client.as_ref().ok_or("no registry")?;
+            r.rt.block_on(client.push_from_layout(&layout, &tag, &target, None))
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn steps(
+        &mut self,
+        staged: &Staged,
+        options: &Options<'_>,
+    ) -> Result<std::result::Result<Summary, Outcome>> {
+        let plan = &self.plan;
+        let version = plan.version.clone();
+        let bundle_dir = plan.bundle_dir.clone();
+        let layout = plan.layout.clone();
+        let bundle_tag = plan.bundle_tag.clone();
+        let bundle_repo = plan.bundle_repo.clone();
+        let bundle_digest = staged.image.digest().as_str().to_owned();
+
+        // 1. The bundle directory.
+        let mut step = Step {
+            id: "bundle".into(),
+            kind: Kind::GenerateBundle,
+            description: format!("generate bundle {version} into {}", s(&bundle_dir)),
+            command: plan.command(&["generate", "bundle", "--version", &version]),
+            reads: vec![s(&plan.project.path)],
+            writes: vec![s(&bundle_dir)],
+            digest: None,
+            state: State::Planned,
+        };
+        if holds_exactly(&bundle_dir, &staged.bundle_tree) {
+            step.state = State::Done("the directory holds exactly the generated files".into());
+        }
+        self.execute(step, |_| {
+            let refuse = opship_core::output::Overwrite::Refuse;
+            opship_core::output::check(
+                &bundle_dir,
+                &staged.bundle_files,
+                opship_core::bundle::TARGET,
+                refuse,
+            )
+            .and_then(|()| {
+                opship_core::bundle::write_dir(&staged.bundle_files, &bundle_dir, refuse)
+            })
+            .map_err(|e| e.to_string())
+        })?;
+
+        let step = Step {
+            id: "validate".into(),
+            kind: Kind::ValidateBundle,
+            description: format!("validate bundle {version}"),
+            command: self.plan.command(&["validate", "bundle", &s(&bundle_dir)]),
+            reads: vec![s(&bundle_dir)],
+            writes: vec![],
+            digest: None,
+            state: State::Done("checked on the staged bundle: no errors".into()),
+        };
+        self.execute(step, |_| Ok(()))?;
+
+        // 2. The bundle image in the layout.
+        let mut step = Step {
+            id: "build".into(),
+            kind: Kind::BuildBundle,
+            description: format!("build the bundle image {}:{bundle_tag}", s(&layout)),
+            command: self.plan.command(&[
+                "build",
+                "--layout",
+                &s(&layout),
+                "--tag",
+                &bundle_tag,
+                &s(&bundle_dir),
+            ]),
+            reads: vec![s(&bundle_dir)],
+            writes: vec![format!("{}:{bundle_tag}", s(&layout))],
+            digest: Some(bundle_digest.clone()),
+            state: State::Planned,
+        };
+        if layout_digest(&layout, &bundle_tag).as_deref() == Some(bundle_digest.as_str()) {
+            step.state = State::Done("the layout tag has this digest".into());
+        }
+        // The staged image is the image of the bundle directory: the bundle step made the
+        // directory hold exactly the staged files.
+        self.execute(step, |_| write_image(&layout, &bundle_tag, &staged.image))?;
+
+        // 3. Push.
+        let bundle_remote = self
+            .plan
+            .registry
+            .as_ref()
+            .map(|_| format!("{bundle_repo}:{}", self.plan.remote_tag));
+        if let Some(remote) = &bundle_remote {
+            self.push_step(
+                "push-bundle".into(),
+                "the bundle image",
+                &bundle_tag,
+                remote,
+                Some(&bundle_digest),
+            )?;
+        }
+
+        // 4. Sign (the default key made first when missing).
+        let key = self.plan.key.clone();
+        if key.generated && !key.key.exists() {
+            let pw = key.password_file.as_deref().map(s).unwrap_or_default();
+            let step = Step {
+                id: "key".into(),
+                kind: Kind::GenerateKey,
+                description: format!(
+                    "generate the signing key {} (public key {}, password in {pw})",
+                    s(&key.key),
+                    s(&key.public),
+                ),
+                command: vec![],
+                reads: vec![],
+                writes: vec![s(&key.key), s(&key.public), pw.clone()],
+                digest: None,
+                state: State::Planned,
+            };
+            self.execute(step, |r| r.signer.generate())?;
+            if !self.plan.dry_run {
+                (self.on_event)(&Event::Important(&format!(
+                    "generated the signing key {} (password in {pw}); publish {} for \
+                     verification and keep the key: later releases sign with it",
+                    s(&key.key),
+                    s(&key.public)
+                )));
+            }
+        }
+        let location = |repo: &str, tag: &str| match &self.plan.registry {
+            Some(_) => Location::Registry {
+                repository: repo.to_owned(),
+            },
+            None => Location::Layout {
+                dir: layout.clone(),
+                tag: tag.to_owned(),
+            },
+        };
+        let bundle_subject = Subject {
+            digest: bundle_digest.clone(),
+            identity: bundle_repo.clone(),
+            location: location(&bundle_repo, &bundle_tag),
+        };
+        self.sign_step("sign".into(), "the bundle image", bundle_subject.clone())?;
+
+        // 5. Catalogs: only now, with the image in place and signed.
+        let entry_image = format!("{bundle_repo}@{bundle_digest}");
+        let mut catalogs = Vec::new();
+        for i in 0..self.plan.catalogs.len() {
+            match self.catalog_steps(i, &entry_image, &bundle_digest, options)? {
+                Ok(c) => catalogs.push(c),
+                Err(invalid) => return Ok(Err(invalid)),
+            }
+        }
+
+        // 6. The Helm chart.
+        let chart = self.chart_steps(staged, options)?;
+
+        // The `.sig` manifest as it is now (the signatures of this digest, ours among them).
+        let signature_ref = bundle_subject.signature_reference();
+        let signature_digest = match &bundle_remote {
+            Some(_) => self.remote_digest("sign", &signature_ref)?,
+            None => layout_digest(
+                &layout,
+                &format!("sha256-{}.sig", bundle_digest.trim_start_matches("sha256:")),
+            ),
+        };
+        Ok(Ok(Summary {
+            package: self.plan.project.config.package.clone(),
+            version,
+            dry_run: self.plan.dry_run,
+            registry: self.plan.registry.clone(),
+            bundle: BundleSummary {
+                dir: s(&bundle_dir),
+                layout: format!("{}:{bundle_tag}", s(&layout)),
+                reference: bundle_remote,
+                repository: bundle_repo,
+                digest: bundle_digest,
+            },
+            signature: SignatureSummary {
+                reference: signature_ref,
+                digest: signature_digest,
+                key: s(&key.key),
+                public_key: s(&key.public),
+                generated_key: key.generated,
+            },
+            catalogs,
+            chart,
+            steps: Vec::new(),
+            files_changed: Vec::new(),
+        }))
+    }
+
+    /// The steps of catalog `i`: add, validate, build the image, push it, sign it.
+    fn catalog_steps(
+        &mut self,
+        i: usize,
+        entry_image: &str,
+        bundle_digest: &str,
+        options: &Options<'_>,
+    ) -> Result<std::result::Result<CatalogSummary, Outcome>> {
+        let target = self.plan.catalogs[i].clone();
+        let label = target.label();
+        let layout = self.plan.layout.clone();
+        let bundle_tag = self.plan.bundle_tag.clone();
+        let (add_options, format) = add_options(&self.plan, i)?;
+        let mut add_cmd: Vec<String> = vec![
+            "catalog".into(),
+            "add".into(),
+            "--bundle".into(),
+            format!("{}:{bundle_tag}", s(&layout)),
+            "--image".into(),
+            entry_image.to_owned(),
+        ];
+        match &target.name {
+            Some(n) => add_cmd.extend(["--target".into(), n.clone()]),
+            None => {
+                add_cmd.extend([
+                    "--index".into(),
+                    s(&target.dir),
+                    "--channel".into(),
+                    add_options.channels.join(","),
+                ]);
+                if let Some(d) = &add_options.default_channel {
+                    add_cmd.extend(["--default-channel".into(), d.clone()]);
+                }
+                if let SkipRangePolicy::Custom(r) = &add_options.skip_range {
+                    add_cmd.extend(["--skip-range-value".into(), r.clone()]);
+                }
+            }
+        }
+        let mut step = Step {
+            id: format!("catalog-add:{label}"),
+            kind: Kind::CatalogAdd { target: i },
+            description: format!("add {entry_image} to the catalog {}", s(&target.dir)),
+            command: self.plan.command(&add_cmd),
+            reads: vec![format!("{}:{bundle_tag}", s(&layout))],
+            writes: vec![s(&target.dir.join(&self.plan.project.config.package))],
+            digest: Some(bundle_digest.to_owned()),
+            state: State::Planned,
+        };
+        if let Some(why) = catalog_has(
+            &target.dir,
+            &self.plan.project.config.package,
+            &self.plan.version,
+            entry_image,
+        )? {
+            step.state = State::Done(why);
+        }
+        let add_pending = step.state.pending();
+        self.execute(step, |_| {
+            let shown = format!("{}:{bundle_tag}", s(&layout));
+            let cat = opship_catalog::render::render_image(
+                &layout,
+                &bundle_tag,
+                Path::new(&shown),
+                Some(entry_image),
+                format,
+            )
+            .map_err(|e| e.to_string())?;
+            let [bundle] = <[_; 1]>::try_from(cat.bundles)
+                .map_err(|_| format!("{shown}: does not render to exactly one bundle"))?;
+            add::add(&target.dir, bundle, &add_options)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })?;
+
+        let mut step = Step {
+            id: format!("catalog-validate:{label}"),
+            kind: Kind::CatalogValidate { target: i },
+            description: format!("validate the catalog {}", s(&target.dir)),
+            command: self.plan.command(&["catalog", "validate", &s(&target.dir)]),
+            reads: vec![s(&target.dir)],
+            writes: vec![],
+            digest: None,
+            state: if self.plan.dry_run && add_pending {
+                State::AfterEarlier
+            } else {
+                State::Planned
+            },
+        };
+        if !self.plan.dry_run {
+            (self.on_event)(&Event::Started(&step));
+            let report =
+                opship_catalog::validate::validate_dir(&target.dir).map_err(|e| Error::Step {
+                    version: self.plan.version.clone(),
+                    id: step.id.clone(),
+                    description: step.description.clone(),
+                    command: step.command.join(" "),
+                    message: e.to_string(),
+                })?;
+            if !report.passed() {
+                return Ok(Err(Outcome::CatalogInvalid {
+                    dir: target.dir.clone(),
+                    report,
+                }));
+            }
+            step.state = State::Ran;
+            (self.on_event)(&Event::Finished(&step));
+        } else {
+            (self.on_event)(&Event::Skipped(&step));
+        }
+        self.plan.steps.push(step);
+
+        // The catalog image: built in memory first for its digest.
+        let build_opts = opship_catalog::build::BuildOptions {
+            epoch: options.source_date_epoch.unwrap_or(0),
+            labels: Default::default(),
+            format: opship_core::image::oci::Format::Oci,
+            architecture: String::new(),
+        };
+        let mut image: Option<Image> = None;
+        if !(self.plan.dry_run && add_pending) && target.dir.exists() {
+            image = Some(
+                opship_catalog::build::build_scratch(&target.dir, &build_opts).map_err(|e| {
+                    Error::Check {
+                        id: format!("catalog-build:{label}"),
+                        message: e.to_string(),
+                    }
+                })?,
+            );
+        }
+        let digest = image.as_ref().map(|i| i.digest().as_str().to_owned());
+        let mut step = Step {
+            id: format!("catalog-build:{label}"),
+            kind: Kind::CatalogBuild { target: i },
+            description: format!(
+                "build the catalog image {}:{}",
+                s(&layout),
+                target.layout_tag
+            ),
+            command: self.plan.command(&[
+                "catalog",
+                "build",
+                &s(&target.dir),
+                "--layout",
+                &s(&layout),
+                "--tag",
+                &target.layout_tag,
+            ]),
+            reads: vec![s(&target.dir)],
+            writes: vec![format!("{}:{}", s(&layout), target.layout_tag)],
+            digest: digest.clone(),
+            state: if digest.is_none() {
+                State::AfterEarlier
+            } else {
+                State::Planned
+            },
+        };
+        if digest.is_some() && layout_digest(&layout, &target.layout_tag) == digest {
+            step.state = State::Done("the layout tag has this digest".into());
+        }
+        self.execute(step, |_| match &image {
+            Some(image) => write_image(&layout, &target.layout_tag, image),
+            None => Err("the catalog image was not built".into()),
+        })?;
+        if let Some(remote) = &target.remote {
+            self.push_step(
+                format!("push-catalog:{label}"),
+                "the catalog image",
+                &target.layout_tag,
+                remote,
+                digest.as_deref(),
+            )?;
+        }
+        let catalog_repo = self.plan.catalog_repo.clone();
+        let mut signature = None;
+        match &digest {
+            Some(d) => {
+                let subject = Subject {
+                    digest: d.clone(),
+                    identity: catalog_repo.clone(),
+                    location: match &target.remote {
+                        Some(_) => Location::Registry {
+                            repository: catalog_repo.clone(),
+                        },
+                        None => Location::Layout {
+                            dir: layout.clone(),
+                            tag: target.layout_tag.clone(),
+                        },
+                    },
+                };
+                signature = Some(subject.signature_reference());
+                self.sign_step(
+                    format!("sign-catalog:{label}"),
+                    "the catalog image",
+                    subject,
+                )?;
+            }
+            None => {
+                // Dry run before the catalog add: the digest, and so the signature, comes later.
+                let step = Step {
+                    id: format!("sign-catalog:{label}"),
+                    kind: Kind::Sign {
+                        subject: Subject {
+                            digest: String::new(),
+                            identity: catalog_repo.clone(),
+                            location: Location::Layout {
+                                dir: layout.clone(),
+                                tag: target.layout_tag.clone(),
+                            },
+                        },
+                    },
+                    description: format!("sign the catalog image with {}", s(&self.plan.key.key)),
+                    command: self.plan.sign_command(
+                        &catalog_repo,
+                        &target
+                            .remote
+                            .clone()
+                            .unwrap_or_else(|| format!("{}:{}", s(&layout), target.layout_tag)),
+                    ),
+                    reads: vec![],
+                    writes: vec![],
+                    digest: None,
+                    state: State::AfterEarlier,
+                };
+                self.execute(step, |_| Ok(()))?;
+            }
+        }
+        Ok(Ok(CatalogSummary {
+            name: target.name.clone(),
+            dir: s(&target.dir),
+            entry_image: entry_image.to_owned(),
+            repository: catalog_repo,
+            image: CatalogImage {
+                layout: format!("{}:{}", s(&layout), target.layout_tag),
+                reference: target.remote.clone(),
+                digest,
+                signature,
+            },
+        }))
+    }
+
+    /// The chart steps: render, package, and with a registry push and sign.
+    fn chart_steps(&mut self, staged: &Staged, options: &Options<'_>) -> Result<ChartSummary> {
+        let chart_out = self.plan.chart_out.clone();
+        let chart_dir = chart_out.join(&staged.chart_name);
+        let bundle_dir = self.plan.bundle_dir.clone();
+        let mut step = Step {
+            id: "chart-render".into(),
+            kind: Kind::ChartRender,
+            description: format!("render the Helm chart into {}", s(&chart_dir)),
+            command: self.plan.command(&[
+                "chart",
+                "render",
+                "--bundle",
+                &s(&bundle_dir),
+                "--output",
+                &s(&chart_out),
+            ]),
+            reads: vec![s(&bundle_dir)],
+            writes: vec![s(&chart_dir)],
+            digest: None,
+            state: State::Planned,
+        };
+        if holds_exactly(&chart_dir, &staged.chart_tree) {
+            step.state = State::Done("the directory holds exactly the rendered files".into());
+        }
+        self.execute(step, |_| {
+            let refuse = opship_chart::Overwrite::Refuse;
+            opship_chart::check_dir(
+                &staged.chart_files,
+                &chart_dir,
+                opship_chart::CHART_DIR,
+                refuse,
+            )
+            .and_then(|()| {
+                opship_chart::write_dir(
+                    &staged.chart_files,
+                    &chart_dir,
+                    opship_chart::CHART_DIR,
+                    refuse,
+                )
+            })
+            .map_err(|e| e.to_string())
+        })?;
+
+        let package = &staged.package;
+        let chart_digest = package.digest();
+        let archive = chart_out.join(package.file_name());
+        let mut step = Step {
+            id: "chart-package".into(),
+            kind: Kind::ChartPackage,
+            description: format!("package the chart into {}", s(&archive)),
+            command: self.plan.command(&[
+                "chart",
+                "package",
+                &s(&chart_dir),
+                "--destination",
+                &s(&chart_out),
+            ]),
+            reads: vec![s(&chart_dir)],
+            writes: vec![s(&archive)],
+            digest: Some(chart_digest.clone()),
+            state: State::Planned,
+        };
+        if std::fs::read(&archive).is_ok_and(|b| Digest::of(&b).as_str() == chart_digest) {
+            step.state = State::Done("the archive has this digest".into());
+        }
+        self.execute(step, |_| {
+            std::fs::create_dir_all(&chart_out).map_err(|e| format!("{}: {e}", s(&chart_out)))?;
+            // Readable by everyone, like `helm package` writes them (they get served).
+            opship_core::fsutil::write_atomic_with_mode(&archive, &package.bytes, 0o644)
+                .map_err(|e| e.to_string())
+        })?;
+
+        let mut summary = ChartSummary {
+            dir: s(&chart_dir),
+            archive: s(&archive),
+            digest: chart_digest.clone(),
+            reference: None,
+            manifest_digest: None,
+            signature: None,
+        };
+        let Some(ns) = self.plan.registry.clone() else {
+            return Ok(summary);
+        };
+        let artifact = chart_artifact(package, &archive, options)?;
+        let manifest_digest = Digest::of(&opship_oci::artifact::chart_manifest(&artifact))
+            .as_str()
+            .to_owned();
+        let version_tag = package.version.replace('+', "_");
+        let remote = format!("{ns}/{}:{version_tag}", staged.chart_name);
+        let mut push: Vec<String> = vec![
+            "chart".into(),
+            "push".into(),
+            s(&archive),
+            format!("oci://{ns}"),
+        ];
+        if self.plan.insecure {
+            push.push("--insecure".into());
+        }
+        let mut step = Step {
+            id: "push-chart".into(),
+            kind: Kind::ChartPush {
+                target: remote.clone(),
+            },
+            description: format!("push the chart to oci://{remote}"),
+            command: self.plan.command(&push),
+            reads: vec![s(&archive)],
+            writes: vec![format!("oci://{remote}")],
+            digest: Some(manifest_digest.clone()),
+            state: State::Planned,
+        };
+        // The chart manifest's one layer is the archive: same digest, same chart. A different
+        // chart under the tag is refused by the push itself.
+        if let Some(m) = self.remote_manifest("push-chart", &remote)?
+            && serde_json::from_slice::<serde_json::Value>(&m.bytes)
+                .is_ok_and(|v| v["layers"][0]["digest"].as_str() == Some(chart_digest.as_str()))
+        {
+            step.state = State::Done("the registry holds this chart archive".into());
+            step.digest = Some(m.digest.as_str().to_owned());
+        }
+        let name = staged.chart_name.clone();
+        let version = package.version.clone();
+        let pushed_digest = std::cell::RefCell::new(None);
+        self.execute(step, |r| {
+            let client = r.client.as_ref().ok_or("no registry")?;
+            let p =
+                r.rt.block_on(client.push_chart(&ns, &name, &version, &artifact, false))
+                    .map_err(|e| e.to_string())?;
+            *pushed_digest.borrow_mut() = Some(p.digest);
+            Ok(())
+        })?;
+        let manifest_digest = pushed_digest
+            .into_inner()
+            .or_else(|| self.plan.steps.last().and_then(|s| s.digest.clone()))
+            .unwrap_or(manifest_digest);
+        if let Some(last) = self.plan.steps.last_mut() {
+            last.digest = Some(manifest_digest.clone());
+        }
+        let repository = format!("{ns}/{}", staged.chart_name);
+        let subject = Subject {
+            digest: manifest_digest.clone(),
+            identity: repository.clone(),
+            location: Location::Registry { repository },
+        };
+        summary.signature = Some(subject.signature_reference());
+        self.sign_step("sign-chart".into(), "the chart", subject)?;
+        summary.reference = Some(format!("oci://{remote}"));
+        summary.manifest_digest = Some(manifest_digest);
+        Ok(summary)
+    }
+}
+
+/// Writes `image` under `tag` into the layout `dir` (blobs first, `index.json` last).
+fn write_image(dir: &Path, tag: &str, image: &Image) -> StepResult {
+    Layout::new(dir)
+        .write_images([(tag, image)])
+        .map_err(|e| e.to_string())
+}
+
+/// The chart as an OCI artifact, as `opship chart push` makes it.
+fn chart_artifact(
+    package: &opship_chart::package::Package,
+    archive: &Path,
+    options: &Options<'_>,
+) -> Result<opship_oci::artifact::ChartArtifact> {
+    let err = |e: &dyn std::fmt::Display| Error::Staging {
+        what: "chart push".into(),
+        message: e.to_string(),
+    };
+    let files = opship_chart::package::unpack(&package.bytes, archive).map_err(|e| err(&e))?;
+    let text =
+        std::str::from_utf8(&files["Chart.yaml"]).map_err(|_| err(&"Chart.yaml is not UTF-8"))?;
+    let meta = opship_chart::package::chart_metadata(text, &archive.join("Chart.yaml"))
+        .map_err(|e| err(&e))?;
+    let created = options
+        .source_date_epoch
+        .map(opship_core::image::oci::rfc3339);
+    Ok(opship_oci::artifact::ChartArtifact {
+        config: opship_chart::oci::config(&meta),
+        annotations: opship_chart::oci::annotations(&meta, created.as_deref()),
+        archive: package.bytes.clone(),
+    })
+}
+
+/// The catalog add options of catalog `i`: a `catalogs:` target's channels, CSV format and
+/// skipRange policy (as `catalog add --target`), else the release's channels, default
+/// channel and skipRange (as `catalog add --index index`).
+fn add_options(plan: &Plan, i: usize) -> Result<(AddOptions, CsvFormat)> {
+    let c = &plan.project.config;
+    let target = plan.catalogs[i]
+        .name
+        .as_ref()
+        .and_then(|n| c.catalogs.iter().find(|t| &t.name == n));
+    let Some(t) = target else {
+        let skip_range = plan
+            .project
+            .release(&plan.version)
+            .and_then(|r| r.skip_range.clone())
+            .map_or(SkipRangePolicy::None, SkipRangePolicy::Custom);
+        return Ok((
+            AddOptions {
+                channels: plan.channels(),
+                default_channel: c.default_channel.clone(),
+                skip_range,
+                skips: SkipsPolicy::None,
+                replace: false,
+            },
+            CsvFormat::BundleObject,
+        ));
+    };
+    let channels = match (&t.channels, c.channels.is_empty()) {
+        (Some(ch), _) => ch.clone(),
+        (None, false) => c.channels.clone(),
+        (None, true) => {
+            return Err(Error::Config(format!(
+                "catalog target `{}`: name its channels (or the project's `channels`)",
+                t.name
+            )));
+        }
+    };
+    let format = match (t.csv_format.as_deref(), t.ocp_version.as_deref()) {
+        (Some("csv-metadata"), _) => CsvFormat::CsvMetadata,
+        (Some("bundle-object"), _) => CsvFormat::BundleObject,
+        (Some(other), _) => {
+            return Err(Error::Config(format!(
+                "catalog target `{}`: csvFormat `{other}` is not bundle-object or csv-metadata",
+                t.name
+            )));
+        }
+        (None, Some(v)) => {
+            let trimmed = v.trim().trim_start_matches('v');
+            let parsed = trimmed
+                .split_once('.')
+                .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
+                .ok_or_else(|| {
+                    Error::Config(format!(
+                        "catalog target `{}`: ocpVersion `{v}`: expected MAJOR.MINOR like 4.17",
+                        t.name
+                    ))
+                })?;
+            // OpenShift 4.17 and newer require `olm.csv.metadata`, 4.16 and older forbid it.
+            if parsed >= (4, 17) {
+                CsvFormat::CsvMetadata
+            } else {
+                CsvFormat::BundleObject
+            }
+        }
+        (None, None) => CsvFormat::BundleObject,
+    };
+    let skip_range = match t.skip_range.as_deref() {
+        Some("minor") => SkipRangePolicy::Minor,
+        Some("major") => SkipRangePolicy::Major,
+        Some("all") => SkipRangePolicy::All,
+        Some("none") | None => SkipRangePolicy::None,
+        Some(other) => {
+            return Err(Error::Config(format!(
+                "catalog target skipRange `{other}`: expected none, minor, major or all"
+            )));
+        }
+    };
+    Ok((
+        AddOptions {
+            channels,
+            default_channel: None,
+            skip_range,
+            skips: SkipsPolicy::None,
+            replace: false,
+        },
+        format,
+    ))
+}

@@ -1,0 +1,211 @@
+//! The release's signing, the one place that calls `opship_oci::cosign`: the key (generated
+//! once when the default is used, decrypted at most once per release, only when something is
+//! signed), the check that a signature by this key for the subject's identity verifies, and
+//! the signing itself, in the layout or in the registry.
+
+use std::cell::OnceCell;
+use std::collections::BTreeMap;
+
+use opship_oci::Registry;
+use opship_oci::cosign::signing::{self, SignReport};
+use opship_oci::cosign::verification::{self, Identity, Policy};
+use opship_oci::cosign::{EncryptedKey, PrivateKey, PublicKey};
+use opship_oci::registry::parse_reference;
+use zeroize::Zeroizing;
+
+use crate::plan::{KeyPlan, s};
+use crate::step::{Location, Subject};
+
+/// The release key.
+pub(crate) struct Signer {
+    plan: KeyPlan,
+    password: Option<Zeroizing<String>>,
+    private: OnceCell<PrivateKey>,
+    public: OnceCell<PublicKey>,
+}
+
+impl Signer {
+    pub(crate) fn new(plan: KeyPlan, password: Option<Zeroizing<String>>) -> Self {
+        Signer {
+            plan,
+            password,
+            private: OnceCell::new(),
+            public: OnceCell::new(),
+        }
+    }
+
+    /// The public key, when its file exists (it does not before the default key is made).
+    pub(crate) fn public(&self) -> Result<Option<&PublicKey>, String> {
+        if let Some(k) = self.public.get() {
+            return Ok(Some(k));
+        }
+        if !self.plan.public.exists() {
+            return Ok(None);
+        }
+        let k = PublicKey::read(&self.plan.public).map_err(|e| e.to_string())?;
+        Ok(Some(self.public.get_or_init(|| k)))
+    }
+
+    /// The decrypted private key (scrypt runs once per release).
+    fn private(&self) -> Result<&PrivateKey, String> {
+        if let Some(k) = self.private.get() {
+            return Ok(k);
+        }
+        let encrypted = EncryptedKey::read(&self.plan.key).map_err(|e| e.to_string())?;
+        let password = match &self.plan.password_file {
+            Some(f) => {
+                let text = Zeroizing::new(
+                    opship_core::input::read_string(f, opship_core::input::Kind::Secret)
+                        .map_err(|e| format!("password file {e}"))?,
+                );
+                Zeroizing::new(text.lines().next().unwrap_or("").to_owned())
+            }
+            None => self.password.clone().ok_or(
+                "no key password: set COSIGN_PASSWORD (empty for none) or `signing.passwordFile`",
+            )?,
+        };
+        let key = encrypted
+            .decrypt(password.as_bytes())
+            .map_err(|e| e.to_string())?;
+        Ok(self.private.get_or_init(|| key))
+    }
+
+    /// Writes the default key: a random password (mode 0600) next to the key it opens, a
+    /// `.gitignore` for both; never overwrites.
+    pub(crate) fn generate(&self) -> Result<(), String> {
+        let io = |e: &dyn std::fmt::Display| e.to_string();
+        let pw_file = self
+            .plan
+            .password_file
+            .as_ref()
+            .ok_or("no password file for the generated key")?;
+        if let Some(dir) = pw_file.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| io(&e))?;
+            let ignore = dir.join(".gitignore");
+            if !ignore.exists() {
+                opship_core::fsutil::write_atomic_with_mode(
+                    &ignore,
+                    b"# The release signing key: never commit the private key or its password.\ncosign.key\ncosign.password\n",
+                    0o644,
+                )
+                .map_err(|e| io(&e))?;
+            }
+        }
+        if !pw_file.exists() {
+            let mut bytes = [0u8; 24];
+            std::io::Read::read_exact(
+                &mut std::fs::File::open("/dev/urandom").map_err(|e| io(&e))?,
+                &mut bytes,
+            )
+            .map_err(|e| io(&e))?;
+            let pw: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            opship_core::fsutil::write_atomic_with_mode(
+                pw_file,
+                format!("{pw}\n").as_bytes(),
+                0o600,
+            )
+            .map_err(|e| io(&e))?;
+        }
+        for f in [&self.plan.key, &self.plan.public] {
+            if f.exists() {
+                return Err(format!("{} exists; not overwriting it", s(f)));
+            }
+        }
+        let password = Zeroizing::new(
+            std::fs::read_to_string(pw_file)
+                .map_err(|e| format!("{}: {e}", s(pw_file)))?
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_owned(),
+        );
+        let key = PrivateKey::generate().map_err(|e| io(&e))?;
+        let files = key.to_files(password.as_bytes()).map_err(|e| io(&e))?;
+        opship_core::fsutil::write_atomic_with_mode(
+            &self.plan.key,
+            files.private_pem.as_bytes(),
+            0o600,
+        )
+        .map_err(|e| io(&e))?;
+        opship_core::fsutil::write_atomic_with_mode(
+            &self.plan.public,
+            files.public_pem.as_bytes(),
+            0o644,
+        )
+        .map_err(|e| io(&e))?;
+        let _ = self.private.set(key);
+        Ok(())
+    }
+
+    /// Whether a signature by the release key for the subject's identity verifies: `None`
+    /// when that cannot be known yet (no public key, or the image is not there).
+    pub(crate) async fn verified(
+        &self,
+        client: Option<&Registry>,
+        subject: &Subject,
+    ) -> Result<Option<bool>, String> {
+        let Some(key) = self.public()? else {
+            return Ok(None);
+        };
+        let policy = Policy {
+            identity: Identity::Repository(subject.identity.clone()),
+            annotations: BTreeMap::new(),
+        };
+        let report = match (&subject.location, client) {
+            (Location::Layout { dir, tag }, _) => {
+                if crate::check::layout_digest(dir, tag).as_deref() != Some(subject.digest.as_str())
+                {
+                    return Ok(None);
+                }
+                verification::verify_layout(dir, tag, key, &policy).map_err(|e| e.to_string())?
+            }
+            (Location::Registry { repository }, Some(client)) => {
+                let reference = parse_reference(&format!("{repository}@{}", subject.digest))
+                    .map_err(|e| e.to_string())?;
+                if client
+                    .manifest_if_any(&reference)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .is_none()
+                {
+                    return Ok(None);
+                }
+                verification::verify_remote(client, &reference, key, &policy)
+                    .await
+                    .map_err(|e| e.to_string())?
+            }
+            (Location::Registry { .. }, None) => return Err("no registry client".into()),
+        };
+        Ok(Some(!report.verified().is_empty()))
+    }
+
+    /// Signs the subject with `release=<version>`; the signature goes next to the image (the
+    /// layout's or the registry's `.sig`).
+    pub(crate) async fn sign(
+        &self,
+        client: Option<&Registry>,
+        subject: &Subject,
+        version: &str,
+    ) -> Result<SignReport, String> {
+        let key = self.private()?;
+        let notes = BTreeMap::from([("release".to_owned(), version.to_owned())]);
+        match (&subject.location, client) {
+            (Location::Layout { dir, tag }, _) => {
+                signing::sign_layout(dir, tag, key, &subject.identity, &notes)
+                    .map_err(|e| e.to_string())
+            }
+            (Location::Registry { repository }, Some(client)) => {
+                let reference = parse_reference(&format!("{repository}@{}", subject.digest))
+                    .map_err(|e| e.to_string())?;
+                let digest = opship_core::image::Digest::parse(&subject.digest)
+                    .map_err(|e| e.to_string())?;
+                let signature = signing::new_signature(key, &subject.identity, &digest, &notes)
+                    .map_err(|e| e.to_string())?;
+                signing::push_signatures(client, &reference, &digest, vec![signature])
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+            (Location::Registry { .. }, None) => Err("no registry client".into()),
+        }
+    }
+}
