@@ -573,7 +573,7 @@ fn negative_wrong_public_key() {
 }
 
 /// Pushes `payload` with `signature` (base64) as the `.sig` of `digest`.
-fn push_raw(s: &Setup, digest: &str, payload: &[u8], signature: &str) {
+pub(crate) fn push_raw(s: &Setup, digest: &str, payload: &[u8], signature: &str) {
     let file = s.path("raw-payload");
     std::fs::write(&file, payload).unwrap();
     s.py(&[
@@ -589,7 +589,7 @@ fn push_raw(s: &Setup, digest: &str, payload: &[u8], signature: &str) {
 }
 
 /// Signs v0.3.0 with opship and fetches what was pushed: (public key, payload, signature).
-fn signed(s: &Setup) -> (PathBuf, Vec<u8>, String) {
+pub(crate) fn signed(s: &Setup) -> (PathBuf, Vec<u8>, String) {
     let (key, public) = s.keys("k", PASSWORD);
     ok(s.sign(&key, PASSWORD, &[], &s.image("v0.3.0")), "sign");
     let dir = s.path("fetched");
