@@ -3,7 +3,7 @@
 //! terminal, and are never printed or logged.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{IsTerminal, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
 use futures_util::stream::{self, StreamExt};
@@ -103,13 +103,26 @@ pub(crate) fn password(
     confirm: bool,
 ) -> Result<Zeroizing<String>, CmdError> {
     if stdin {
-        let mut line = Zeroizing::new(String::new());
+        // Bounded like every secret: `/dev/zero` on stdin is refused, not read until memory
+        // runs out. The empty password is a password (cosign's too).
+        let budget = opship_core::input::Kind::Secret.budget();
+        let mut bytes = Zeroizing::new(Vec::new());
         std::io::stdin()
-            .read_line(&mut line)
+            .lock()
+            .take(budget + 1)
+            .read_to_end(&mut bytes)
             .map_err(|e| format!("--password-stdin: cannot read standard input: {e}"))?;
-        let end = line.trim_end_matches(['\r', '\n']).len();
-        line.truncate(end);
-        return Ok(line);
+        if bytes.len() as u64 > budget {
+            return Err(format!(
+                "--password-stdin: standard input holds more than {budget} bytes; that is no \
+                 password"
+            )
+            .into());
+        }
+        let text = std::str::from_utf8(&bytes)
+            .map_err(|_| "--password-stdin: standard input is not UTF-8 text")?;
+        let first = text.lines().next().unwrap_or("");
+        return Ok(Zeroizing::new(first.to_owned()));
     }
     if let Some(f) = file {
         let text = Zeroizing::new(

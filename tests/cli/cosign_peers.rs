@@ -580,6 +580,25 @@ fn key_password_on_stdin() {
         ),
         "cosign2 verify-attestation --type custom",
     );
+    // `/dev/zero` on stdin is refused within the secret budget, not read until memory runs
+    // out.
+    let r = run(isolated(&s.home)
+        .env_remove("COSIGN_PASSWORD")
+        .args([
+            "sign",
+            "--password-stdin",
+            "--key",
+            &key,
+            &s.image("v0.3.0"),
+        ])
+        .stdin(std::fs::File::open("/dev/zero").unwrap()));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("standard input holds more than 65536 bytes"),
+        "{}",
+        r.stderr
+    );
     // The wrong password on stdin is refused as such.
     let (k2, _) = s.keys("k2", PASSWORD);
     let r = with_stdin(&[
