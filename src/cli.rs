@@ -134,8 +134,10 @@ manifests quay.io/example/op-bundle:v0.3.0 -n op-system -o dist/manifests --forc
         after_help = "REF is a registry reference (a tag is resolved to its digest), or \
 `LAYOUT:TAG` / `oci:LAYOUT:TAG` for an image in an OCI layout: the signature is then stored in \
 the layout under the tag `sha256-<hex>.sig` and `opship push LAYOUT:TAG REF` carries it to the \
-registry. The key password comes from --password-file, COSIGN_PASSWORD (may be empty) or a \
-prompt on a terminal.\n\nExamples:\n  COSIGN_PASSWORD=… opship sign --key cosign.key \
+registry. The key password comes from --password-stdin (without -u), --password-file, \
+COSIGN_PASSWORD (may be empty) or a prompt on a terminal. Signing again with the same key and \
+annotations adds nothing (cosign's rule); with --bundle-format every check (the .sig manifest, \
+the referrers, the sha256-<hex> fallback tag) passes before anything is written.\n\nExamples:\n  COSIGN_PASSWORD=… opship sign --key cosign.key \
 quay.io/example/bundle:v0.3.0\n  opship sign --key cosign.key -a release=0.3.0 --identity \
 quay.io/example/bundle dist/oci:0.3.0\n\nVerify elsewhere with: cosign verify --key cosign.pub \
 --insecure-ignore-tlog=true REF"
@@ -775,8 +777,8 @@ pub enum KeyCommand {
     /// Generate an encrypted cosign key pair (`<prefix>.key`, mode 0600, and `<prefix>.pub`).
     #[command(
         after_help = "The private key is PEM `ENCRYPTED SIGSTORE PRIVATE KEY` (scrypt \
-N=32768 r=8 p=1, nacl/secretbox), readable by cosign and skopeo. Password: --password-file, \
-COSIGN_PASSWORD (may be empty), or a prompt (twice) on a terminal.\n\nExamples:\n  \
+N=32768 r=8 p=1, nacl/secretbox), readable by cosign and skopeo. Password: --password-stdin, \
+--password-file, COSIGN_PASSWORD (may be empty), or a prompt (twice) on a terminal.\n\nExamples:\n  \
 COSIGN_PASSWORD=… opship key generate --output-key-prefix release\n  \
 opship key generate --password-file key-password.txt --force"
     )]
