@@ -134,12 +134,17 @@ manifests quay.io/example/op-bundle:v0.3.0 -n op-system -o dist/manifests --forc
         after_help = "REF is a registry reference (a tag is resolved to its digest), or \
 `LAYOUT:TAG` / `oci:LAYOUT:TAG` for an image in an OCI layout: the signature is then stored in \
 the layout under the tag `sha256-<hex>.sig` and `opship push LAYOUT:TAG REF` carries it to the \
-registry. The key password comes from --password-file, COSIGN_PASSWORD (may be empty) or a \
-prompt on a terminal.\n\nExamples:\n  COSIGN_PASSWORD=… opship sign --key cosign.key \
+registry. The key password comes from --password-stdin (without -u), --password-file, \
+COSIGN_PASSWORD (may be empty) or a prompt on a terminal. Signing again with the same key and \
+annotations adds nothing (cosign's rule); with --bundle-format every check (the .sig manifest, \
+the referrers, the sha256-<hex> fallback tag) passes before anything is written.\n\nExamples:\n  COSIGN_PASSWORD=… opship sign --key cosign.key \
 quay.io/example/bundle:v0.3.0\n  opship sign --key cosign.key -a release=0.3.0 --identity \
 quay.io/example/bundle dist/oci:0.3.0\n\nVerify elsewhere with: cosign verify --key cosign.pub \
 --insecure-ignore-tlog=true REF"
     )]
+    #[command(mut_arg("password_stdin", |a| a.requires(clap::builder::Resettable::<clap::Id>::Reset).help(
+        "Read the key password from standard input (with -u USER: the registry password)"
+    )))]
     Sign(SignArgs),
     /// Verify the cosign signatures of an image with a public key.
     #[command(
@@ -151,6 +156,20 @@ did (the reason for each is printed), 2 usage or runtime error.\n\nExamples:\n  
 --identity quay.io/example/bundle mirror.example.com/bundle:v0.3.0"
     )]
     Verify(VerifyArgs),
+    /// Attest an image: sign a predicate (SLSA provenance, SBOM, custom) as an in-toto
+    /// statement in cosign's format.
+    #[command(
+        mut_arg("password_stdin", |a| a.requires(clap::builder::Resettable::<clap::Id>::Reset).help(
+            "Read the key password from standard input (with -u USER: the registry password)"
+        )),
+        after_help = "The statement is signed as a DSSE envelope and stored as a layer of the `sha256-<hex>.att` manifest (cosign 2's format), or with --bundle-format as a Sigstore bundle referrer (cosign 3's default). The same statement already there and verifying with the key is not added again. --type: slsaprovenance, slsaprovenance02, slsaprovenance1, link, spdx, spdxjson, cyclonedx, vuln, openvex, custom, or a predicate type URI; the predicate file is JSON.\n\nExamples:\n  COSIGN_PASSWORD=… opship attest --key cosign.key --type slsaprovenance1 --predicate provenance.json quay.io/example/bundle:v0.3.0\n  opship attest --key cosign.key --password-stdin --type cyclonedx --predicate sbom.json --bundle-format quay.io/example/bundle@sha256:…\n\nVerify elsewhere with: cosign verify-attestation --key cosign.pub --type slsaprovenance1 --insecure-ignore-tlog=true REF"
+    )]
+    Attest(AttestArgs),
+    /// Verify the attestations of an image with a public key.
+    #[command(
+        after_help = "Checks each attestation (`.att` layers, Sigstore bundle and DSSE referrers): the DSSE signature with the key, the statement's subject against the image digest, and with --type its predicate type. Exit status: 0 at least one attestation verified, 1 none did (the reason for each is printed), 2 usage or runtime error.\n\nExamples:\n  opship verify-attestation --key cosign.pub --type slsaprovenance1 quay.io/example/bundle:v0.3.0\n  opship verify-attestation --key cosign.pub -o json quay.io/example/bundle:v0.3.0"
+    )]
+    VerifyAttestation(VerifyAttestationArgs),
     /// Print a shell completion script (generated from these command definitions).
     #[command(after_help = "Examples:
   # bash, for the current shell and for every new one:
@@ -769,8 +788,8 @@ pub enum KeyCommand {
     /// Generate an encrypted cosign key pair (`<prefix>.key`, mode 0600, and `<prefix>.pub`).
     #[command(
         after_help = "The private key is PEM `ENCRYPTED SIGSTORE PRIVATE KEY` (scrypt \
-N=32768 r=8 p=1, nacl/secretbox), readable by cosign and skopeo. Password: --password-file, \
-COSIGN_PASSWORD (may be empty), or a prompt (twice) on a terminal.\n\nExamples:\n  \
+N=32768 r=8 p=1, nacl/secretbox), readable by cosign and skopeo. Password: --password-stdin, \
+--password-file, COSIGN_PASSWORD (may be empty), or a prompt (twice) on a terminal.\n\nExamples:\n  \
 COSIGN_PASSWORD=… opship key generate --output-key-prefix release\n  \
 opship key generate --password-file key-password.txt --force"
     )]
@@ -783,8 +802,11 @@ pub struct KeyGenerateArgs {
     #[arg(long, default_value = "cosign", value_name = "PREFIX")]
     pub output_key_prefix: PathBuf,
     /// Read the key password from this file (first line).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "password_stdin")]
     pub password_file: Option<PathBuf>,
+    /// Read the key password from standard input (its first line).
+    #[arg(long)]
+    pub password_stdin: bool,
     /// Overwrite existing key files.
     #[arg(long)]
     pub force: bool,
@@ -810,6 +832,52 @@ pub struct SignArgs {
     #[arg(long)]
     pub bundle_format: bool,
     /// Images: `REGISTRY/REPO:TAG`, `REGISTRY/REPO@DIGEST`, `LAYOUT:TAG` or `oci:LAYOUT:TAG`.
+    #[arg(value_name = "REF", required = true)]
+    pub references: Vec<String>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    #[command(flatten)]
+    pub limits: DeadlineArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct AttestArgs {
+    /// Encrypted cosign private key.
+    #[arg(long, value_name = "KEY")]
+    pub key: PathBuf,
+    /// Read the key password from this file (first line) instead of COSIGN_PASSWORD.
+    #[arg(long, value_name = "FILE")]
+    pub password_file: Option<PathBuf>,
+    /// The predicate (JSON).
+    #[arg(long, value_name = "FILE")]
+    pub predicate: PathBuf,
+    /// Predicate type: slsaprovenance, slsaprovenance1, spdxjson, cyclonedx, custom, … or a URI.
+    #[arg(long = "type", value_name = "TYPE", default_value = "custom")]
+    pub kind: String,
+    /// Store a Sigstore bundle referrer (cosign 3's default) instead of a `.att` layer.
+    #[arg(long)]
+    pub bundle_format: bool,
+    /// Images: `REGISTRY/REPO:TAG` or `REGISTRY/REPO@DIGEST`.
+    #[arg(value_name = "REF", required = true)]
+    pub references: Vec<String>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    #[command(flatten)]
+    pub limits: DeadlineArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyAttestationArgs {
+    /// Public key (PEM `PUBLIC KEY`).
+    #[arg(long, value_name = "PUB")]
+    pub key: PathBuf,
+    /// Only statements of this predicate type pass (a --type name of `attest`, or a URI).
+    #[arg(long = "type", value_name = "TYPE")]
+    pub kind: Option<String>,
+    /// Output: text, or JSON (the verified statements).
+    #[arg(long, short, value_enum, default_value_t = RegistryOutput::Text)]
+    pub output: RegistryOutput,
+    /// Images: `REGISTRY/REPO:TAG` or `REGISTRY/REPO@DIGEST`.
     #[arg(value_name = "REF", required = true)]
     pub references: Vec<String>,
     #[command(flatten)]

@@ -1,5 +1,6 @@
 //! Dispatch from parsed command lines to the libraries, and the exit status each outcome maps to.
 
+mod attest;
 mod build;
 mod catalog;
 mod chart;
@@ -68,6 +69,8 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CmdError> {
         Command::Key(KeyCommand::Generate(args)) => sign::generate(&args),
         Command::Sign(args) => sign::sign(&args),
         Command::Verify(args) => sign::verify(&args),
+        Command::Attest(args) => attest::attest(&args),
+        Command::VerifyAttestation(args) => attest::verify_attestation(&args),
         Command::Completions(args) => docs::completions(&args),
         Command::Man(args) => docs::man(&args),
         Command::Release(args) => {

@@ -3,7 +3,7 @@
 //! terminal, and are never printed or logged.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{IsTerminal, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
 use futures_util::stream::{self, StreamExt};
@@ -21,14 +21,14 @@ use crate::cli::{
 };
 
 /// An image named on the command line.
-enum Target {
+pub(super) enum Target {
     /// An image in an OCI layout: directory and tag.
     Layout(PathBuf, String),
     /// An image in a registry.
     Remote(Reference),
 }
 
-fn target(s: &str) -> Result<Target, CmdError> {
+pub(super) fn target(s: &str) -> Result<Target, CmdError> {
     if let Some(rest) = s.strip_prefix("oci:") {
         let (dir, tag) = split_layout(rest);
         let tag = tag.ok_or_else(|| format!("`{s}`: expected oci:LAYOUT:TAG"))?;
@@ -43,7 +43,7 @@ fn target(s: &str) -> Result<Target, CmdError> {
 }
 
 /// Registry images signed or verified at once.
-const PARALLEL: usize = 8;
+pub(super) const PARALLEL: usize = 8;
 
 /// `registry/repository@digest`: one `.sig` manifest.
 fn job_key(reference: &Reference, digest: &Digest) -> String {
@@ -51,7 +51,7 @@ fn job_key(reference: &Reference, digest: &Digest) -> String {
 }
 
 /// One client per registry host of the registry targets (credentials looked up once each).
-fn clients_for(
+pub(super) fn clients_for(
     targets: &[(&str, Target)],
     args: &RegistryArgs,
     limits: &DeadlineArgs,
@@ -72,7 +72,10 @@ fn clients_for(
 }
 
 /// The client of `reference`'s host (built by [`clients_for`]).
-fn client_of<'a>(clients: &'a HashMap<String, Registry>, reference: &Reference) -> &'a Registry {
+pub(super) fn client_of<'a>(
+    clients: &'a HashMap<String, Registry>,
+    reference: &Reference,
+) -> &'a Registry {
     &clients[reference.resolve_registry()]
 }
 
@@ -90,10 +93,37 @@ fn annotations(pairs: &[String]) -> Result<BTreeMap<String, String>, CmdError> {
     Ok(out)
 }
 
-/// The key password: `--password-file` (first line; a regular file of at most 64 KiB, read
-/// through `opship_core::input`), else `COSIGN_PASSWORD` (may be empty), else a prompt when
-/// standard input is a terminal (twice with `confirm`).
-fn password(file: Option<&Path>, confirm: bool) -> Result<Zeroizing<String>, CmdError> {
+/// The key password: `--password-stdin` (the first line of standard input), `--password-file`
+/// (first line; a regular file of at most 64 KiB, read through `opship_core::input`), else
+/// `COSIGN_PASSWORD` (may be empty), else a prompt when standard input is a terminal (twice
+/// with `confirm`).
+pub(crate) fn password(
+    stdin: bool,
+    file: Option<&Path>,
+    confirm: bool,
+) -> Result<Zeroizing<String>, CmdError> {
+    if stdin {
+        // Bounded like every secret: `/dev/zero` on stdin is refused, not read until memory
+        // runs out. The empty password is a password (cosign's too).
+        let budget = opship_core::input::Kind::Secret.budget();
+        let mut bytes = Zeroizing::new(Vec::new());
+        std::io::stdin()
+            .lock()
+            .take(budget + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("--password-stdin: cannot read standard input: {e}"))?;
+        if bytes.len() as u64 > budget {
+            return Err(format!(
+                "--password-stdin: standard input holds more than {budget} bytes; that is no \
+                 password"
+            )
+            .into());
+        }
+        let text = std::str::from_utf8(&bytes)
+            .map_err(|_| "--password-stdin: standard input is not UTF-8 text")?;
+        let first = text.lines().next().unwrap_or("");
+        return Ok(Zeroizing::new(first.to_owned()));
+    }
     if let Some(f) = file {
         let text = Zeroizing::new(
             opship_core::input::read_string(f, opship_core::input::Kind::Secret)
@@ -129,6 +159,12 @@ fn password(file: Option<&Path>, confirm: bool) -> Result<Zeroizing<String>, Cmd
     Ok(first)
 }
 
+/// `--password-stdin` without `-u`: the key password comes on standard input (with `-u USER`
+/// it is the registry password, as for the other registry commands).
+pub(crate) fn key_password_stdin(args: &RegistryArgs) -> bool {
+    args.password_stdin && args.username.is_none()
+}
+
 /// Runs `opship key generate`.
 pub fn generate(args: &KeyGenerateArgs) -> Result<ExitStatus, CmdError> {
     let prefix = args.output_key_prefix.as_os_str().to_string_lossy();
@@ -143,7 +179,7 @@ pub fn generate(args: &KeyGenerateArgs) -> Result<ExitStatus, CmdError> {
             }
         }
     }
-    let pw = password(args.password_file.as_deref(), true)?;
+    let pw = password(args.password_stdin, args.password_file.as_deref(), true)?;
     let key = PrivateKey::generate()?;
     let files = key.to_files(pw.as_bytes())?;
     opship_core::fsutil::write_atomic_with_mode(&private, files.private_pem.as_bytes(), 0o600)?;
@@ -185,7 +221,11 @@ pub fn sign(args: &SignArgs) -> Result<ExitStatus, CmdError> {
         .collect::<Result<Vec<_>, CmdError>>()?;
     // The key file is read and checked before any password is asked for.
     let encrypted = EncryptedKey::read(&args.key)?;
-    let pw = password(args.password_file.as_deref(), false)?;
+    let pw = password(
+        key_password_stdin(&args.registry),
+        args.password_file.as_deref(),
+        false,
+    )?;
     let key = encrypted.decrypt(pw.as_bytes())?;
     drop(pw);
     let rt = runtime()?;
@@ -241,13 +281,18 @@ pub fn sign(args: &SignArgs) -> Result<ExitStatus, CmdError> {
                     .identity
                     .clone()
                     .unwrap_or_else(|| identity_of(reference));
-                let signature = signing::new_signature(&key, &identity, digest, &notes)?;
-                let report =
-                    signing::push_signatures(client, reference, digest, vec![signature]).await?;
-                if args.bundle_format {
-                    let b =
-                        opship_oci::cosign::bundle::attach(client, reference, digest, &key).await?;
-                    progress.println(&format!("attached a Sigstore bundle: {b}"));
+                let report = signing::sign_digest(
+                    client,
+                    reference,
+                    digest,
+                    &key,
+                    &identity,
+                    &notes,
+                    args.bundle_format,
+                )
+                .await?;
+                if let Some(b) = &report.bundle {
+                    progress.println(&format!("Sigstore bundle: {b}"));
                 }
                 progress.item_done(&reference.whole());
                 Ok::<_, opship_oci::Error>(report)
@@ -277,7 +322,12 @@ pub fn sign(args: &SignArgs) -> Result<ExitStatus, CmdError> {
             (Target::Remote(_), None) => return Err(format!("{text}: not resolved").into()),
         };
         progress.println(&format!(
-            "signed {}: {} ({} signature{} there)",
+            "{} {}: {} ({} signature{} there)",
+            if report.added {
+                "signed"
+            } else {
+                "already signed (the same payload verifies with this key; nothing added)"
+            },
             report.digest,
             report.location,
             report.signatures,

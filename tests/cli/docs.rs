@@ -22,6 +22,8 @@ const COMMANDS: &[&str] = &[
     "key",
     "sign",
     "verify",
+    "attest",
+    "verify-attestation",
     "completions",
     "man",
 ];
@@ -188,7 +190,7 @@ fn man_pages_cover_every_command_and_format_cleanly() {
     assert_eq!(main, stdout_of(&["man"]));
     for c in COMMANDS {
         assert!(
-            main.contains(&format!("opship\\-{c}(1)")),
+            main.contains(&format!("opship\\-{}(1)", c.replace('-', "\\-"))),
             "main page lacks {c}"
         );
     }

@@ -6,6 +6,7 @@ mod bad_input;
 mod build;
 mod catalog;
 mod chart;
+mod cosign_peers;
 mod digests;
 mod docs;
 mod faults;

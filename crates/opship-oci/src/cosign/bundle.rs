@@ -1,16 +1,22 @@
-//! The Sigstore bundle format of cosign v3 (`--bundle-format`): an in-toto statement naming the
-//! image digest (predicate type `https://sigstore.dev/cosign/sign/v1`), signed as a DSSE
-//! envelope, wrapped in a Sigstore bundle v0.3 whose verification material is the public key
-//! hint, and attached to the image as an OCI 1.1 referrer (a manifest with `subject`). On a
-//! registry without the referrers API the `sha256-<hex>` fallback index tag is updated, as the
-//! distribution spec's referrers tag schema says.
+//! The Sigstore bundle format of cosign v3 (the default of `cosign sign` and `cosign attest`
+//! 3.x; `opship sign --bundle-format`, `opship attest --bundle-format`): an in-toto statement,
+//! signed as a DSSE envelope, wrapped in a Sigstore bundle v0.3 whose verification material is
+//! the public key hint, and attached to the image as an OCI 1.1 referrer (`referrers`). A
+//! signature's statement has predicate type `https://sigstore.dev/cosign/sign/v1`, an empty
+//! predicate and the `-a k=v` annotations in `subject[].annotations`, where cosign 3 writes and
+//! checks them; an attestation's statement carries its predicate.
+
+use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use opship_core::image::oci::{Digest, media};
 use serde_json::json;
 
+use super::dsse::Envelope;
+pub use super::dsse::{PAYLOAD_TYPE, pae};
 use super::key::{PrivateKey, PublicKey};
+use super::referrers::{self, Listing, NewReferrer};
 use crate::error::{Error, Result};
 use crate::registry::{Reference, Registry};
 
@@ -18,125 +24,199 @@ use crate::registry::{Reference, Registry};
 pub const BUNDLE_MEDIA: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
 /// The in-toto predicate type of cosign's bundle signatures.
 pub const PREDICATE_TYPE: &str = "https://sigstore.dev/cosign/sign/v1";
-/// DSSE payload type of an in-toto statement.
-pub const PAYLOAD_TYPE: &str = "application/vnd.in-toto+json";
 /// Media type of the empty `{}` config of artifacts.
 pub const EMPTY_MEDIA: &str = "application/vnd.oci.empty.v1+json";
+/// in-toto statement type cosign 3 writes for signatures.
+pub const STATEMENT_V1: &str = "https://in-toto.io/Statement/v1";
 
-/// The in-toto statement for `digest`.
-pub fn statement(digest: &Digest) -> Vec<u8> {
+/// The in-toto statement of a signature of `digest` with the `-a` annotations (cosign 3's
+/// bytes: `_type`, `subject`, `predicateType`, `predicate`; no `annotations` key when none).
+pub fn statement(digest: &Digest, annotations: &BTreeMap<String, String>) -> Vec<u8> {
+    let mut subject = json!({"digest": {"sha256": digest.hex()}});
+    if !annotations.is_empty() {
+        subject["annotations"] = json!(annotations);
+    }
     let v = json!({
-        "_type": "https://in-toto.io/Statement/v1",
-        "subject": [{"digest": {"sha256": digest.hex()}}],
+        "_type": STATEMENT_V1,
+        "subject": [subject],
         "predicateType": PREDICATE_TYPE,
         "predicate": {},
     });
     serde_json::to_vec(&v).unwrap_or_default()
 }
 
-/// DSSE pre-authentication encoding: what the envelope's signature covers.
-pub fn pae(payload_type: &str, body: &[u8]) -> Vec<u8> {
-    let mut out = format!(
-        "DSSEv1 {} {payload_type} {} ",
-        payload_type.len(),
-        body.len()
-    )
-    .into_bytes();
-    out.extend_from_slice(body);
-    out
-}
-
-/// The bundle JSON signing `digest` with `key`.
-pub fn build(digest: &Digest, key: &PrivateKey) -> Result<Vec<u8>> {
-    let body = statement(digest);
-    let sig = key.sign(&pae(PAYLOAD_TYPE, &body))?;
+/// The bundle JSON around a signed envelope.
+pub fn wrap(envelope: &Envelope, key: &PublicKey) -> Result<Vec<u8>> {
     let v = json!({
         "mediaType": BUNDLE_MEDIA,
-        "verificationMaterial": {"publicKey": {"hint": key.public().hint()}},
+        "verificationMaterial": {"publicKey": {"hint": key.hint()}},
         "dsseEnvelope": {
-            "payload": STANDARD.encode(&body),
-            "payloadType": PAYLOAD_TYPE,
-            "signatures": [{"sig": STANDARD.encode(&sig)}],
+            "payload": STANDARD.encode(&envelope.payload),
+            "payloadType": envelope.payload_type,
+            "signatures": envelope.signatures.iter()
+                .map(|s| json!({"sig": STANDARD.encode(s)}))
+                .collect::<Vec<_>>(),
         },
     });
     serde_json::to_vec(&v).map_err(|e| Error::Signature(format!("bundle JSON: {e}")))
 }
 
-/// Checks a bundle against `key` and `digest`; the reason when it does not verify.
-pub fn check(bundle: &[u8], key: &PublicKey, digest: &Digest) -> std::result::Result<(), String> {
+/// The signature bundle of `digest` (with the `-a` annotations) signed with `key`.
+pub fn build(
+    digest: &Digest,
+    key: &PrivateKey,
+    annotations: &BTreeMap<String, String>,
+) -> Result<Vec<u8>> {
+    let env = Envelope::sign(PAYLOAD_TYPE, &statement(digest, annotations), key)?;
+    wrap(&env, key.public())
+}
+
+/// A verified in-toto statement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Statement {
+    /// `predicateType`.
+    pub predicate_type: String,
+    /// The whole statement.
+    pub json: serde_json::Value,
+}
+
+impl Statement {
+    /// Parses statement bytes (the DSSE payload).
+    pub fn parse(body: &[u8]) -> std::result::Result<Self, String> {
+        let json: serde_json::Value = serde_json::from_slice(body)
+            .map_err(|e| format!("the DSSE payload is not JSON: {e}"))?;
+        let predicate_type = json
+            .get("predicateType")
+            .and_then(|p| p.as_str())
+            .ok_or("the statement has no predicateType")?
+            .to_owned();
+        Ok(Statement {
+            predicate_type,
+            json,
+        })
+    }
+
+    /// The subject entry naming `digest`, if any.
+    pub fn subject(&self, digest: &Digest) -> Option<&serde_json::Value> {
+        self.json
+            .get("subject")?
+            .as_array()?
+            .iter()
+            .find(|s| s.pointer("/digest/sha256").and_then(|d| d.as_str()) == Some(digest.hex()))
+    }
+
+    /// The annotations of the subject naming `digest` (cosign 3's `-a`).
+    pub fn annotations(&self, digest: &Digest) -> serde_json::Map<String, serde_json::Value> {
+        self.subject(digest)
+            .and_then(|s| s.get("annotations"))
+            .and_then(|a| a.as_object())
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// Opens a DSSE envelope: a signature verifies with `key`, the payload is an in-toto statement
+/// naming `digest`.
+pub fn open_envelope(
+    env: &Envelope,
+    key: &PublicKey,
+    digest: &Digest,
+) -> std::result::Result<Statement, String> {
+    if env.payload_type != PAYLOAD_TYPE {
+        return Err(format!(
+            "the DSSE payload type is `{}`, not {PAYLOAD_TYPE}",
+            env.payload_type
+        ));
+    }
+    if !env.verifies(key) {
+        return Err(
+            "no DSSE signature verifies with the public key (another key signed it, or the \
+             payload was altered)"
+                .into(),
+        );
+    }
+    let st = Statement::parse(&env.payload)?;
+    if st.subject(digest).is_none() {
+        return Err(format!(
+            "the statement's subject is not {digest} (a statement of another image)"
+        ));
+    }
+    Ok(st)
+}
+
+/// Opens a bundle (any predicate type): see [`open_envelope`].
+pub fn open(
+    bundle: &[u8],
+    key: &PublicKey,
+    digest: &Digest,
+) -> std::result::Result<Statement, String> {
     let v: serde_json::Value =
         serde_json::from_slice(bundle).map_err(|e| format!("the bundle is not JSON: {e}"))?;
     let env = v
         .get("dsseEnvelope")
         .ok_or("the bundle has no dsseEnvelope (message-signature bundles are not read)")?;
-    let payload_type = env
-        .get("payloadType")
-        .and_then(|t| t.as_str())
-        .ok_or("the DSSE envelope has no payloadType")?;
-    let body = env
-        .get("payload")
-        .and_then(|p| p.as_str())
-        .and_then(|p| STANDARD.decode(p).ok())
-        .ok_or("the DSSE payload is missing or not base64")?;
-    let pae = pae(payload_type, &body);
-    let sigs = env
-        .get("signatures")
-        .and_then(|s| s.as_array())
-        .ok_or("the DSSE envelope has no signatures")?;
-    let signed = sigs.iter().any(|s| {
-        s.get("sig")
-            .and_then(|x| x.as_str())
-            .and_then(|x| STANDARD.decode(x).ok())
-            .is_some_and(|der| key.verifies(&der, &pae))
-    });
-    if !signed {
-        return Err("no DSSE signature verifies with the public key".into());
-    }
-    let st: serde_json::Value =
-        serde_json::from_slice(&body).map_err(|e| format!("the DSSE payload is not JSON: {e}"))?;
-    if st.get("predicateType").and_then(|p| p.as_str()) != Some(PREDICATE_TYPE) {
-        return Err(format!(
-            "the statement's predicateType is not {PREDICATE_TYPE}"
-        ));
-    }
-    let names = st
-        .get("subject")
-        .and_then(|s| s.as_array())
-        .is_some_and(|subs| {
-            subs.iter()
-                .any(|s| s.pointer("/digest/sha256").and_then(|d| d.as_str()) == Some(digest.hex()))
-        });
-    if !names {
-        return Err(format!("the statement's subject is not {digest}"));
-    }
-    Ok(())
+    open_envelope(&Envelope::from_value(env)?, key, digest)
 }
 
-fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+/// Checks a signature bundle against `key` and `digest`; the reason when it does not verify.
+pub fn check(
+    bundle: &[u8],
+    key: &PublicKey,
+    digest: &Digest,
+) -> std::result::Result<Statement, String> {
+    let st = open(bundle, key, digest)?;
+    if st.predicate_type != PREDICATE_TYPE {
+        return Err(format!(
+            "the statement's predicateType is {}, not {PREDICATE_TYPE}",
+            st.predicate_type
+        ));
+    }
+    Ok(st)
+}
+
+/// `org.opencontainers.image.created` of new referrers: SOURCE_DATE_EPOCH when set (builds
+/// that want the same manifest bytes), else now.
+fn created() -> String {
+    let secs = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0)
+        });
     opship_core::image::oci::rfc3339(secs)
 }
 
-/// Signs `digest` as a bundle and attaches it to the image in the repository of `reference`
-/// as a referrer; returns where it went.
-pub async fn attach(
+/// What [`prepare`] found: the referrers, the subject, and an existing equal bundle.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    listing: Listing,
+    subject_media: String,
+    subject_size: usize,
+    /// Where an existing bundle with the same statement, verifying with the key, is (then
+    /// nothing is added).
+    pub existing: Option<String>,
+}
+
+/// Reads and checks everything an attach needs, writing nothing: the image manifest, the
+/// referrers (a fallback tag that is no index is an error here), and whether a bundle with the
+/// same statement that verifies with `key` is there already (cosign's rule for not signing
+/// twice).
+pub async fn prepare(
     registry: &Registry,
     reference: &Reference,
     digest: &Digest,
-    key: &PrivateKey,
-) -> Result<String> {
-    let by_digest = |d: &Digest| {
-        Reference::with_digest(
+    key: &PublicKey,
+    statement: &[u8],
+) -> Result<Prepared> {
+    let image = registry
+        .manifest_if_any(&Reference::with_digest(
             reference.registry().to_owned(),
             reference.repository().to_owned(),
-            d.to_string(),
-        )
-    };
-    let image = registry
-        .manifest_if_any(&by_digest(digest))
+            digest.to_string(),
+        ))
         .await?
         .ok_or_else(|| {
             Error::Input(format!(
@@ -144,151 +224,116 @@ pub async fn attach(
                 reference.repository()
             ))
         })?;
-    let subject_type = if image.media_type.is_empty() {
-        media::OCI_MANIFEST.to_owned()
-    } else {
-        image.media_type.clone()
-    };
-    let bundle = build(digest, key)?;
-    let empty = b"{}";
-    let target = by_digest(digest);
-    registry.upload_blob(&target, empty).await?;
-    registry.upload_blob(&target, &bundle).await?;
+    let listing = referrers::list(registry, reference, digest, true).await?;
+    referrers::check_writable(&listing)?;
+    let wanted: serde_json::Value = serde_json::from_slice(statement)
+        .map_err(|e| Error::Signature(format!("statement JSON: {e}")))?;
+    let mut existing = None;
+    for e in &listing.entries {
+        let Ok(m) = &e.manifest else { continue };
+        let Some(layer) = m.layers.iter().find(|l| l.media_type == BUNDLE_MEDIA) else {
+            continue;
+        };
+        let Ok(bytes) = registry.blob(&e.reference, layer).await else {
+            continue;
+        };
+        if open(&bytes, key, digest).is_ok_and(|st| st.json == wanted) {
+            existing = Some(e.location.clone());
+            break;
+        }
+    }
+    Ok(Prepared {
+        listing,
+        subject_media: if image.media_type.is_empty() {
+            media::OCI_MANIFEST.to_owned()
+        } else {
+            image.media_type
+        },
+        subject_size: image.bytes.len(),
+        existing,
+    })
+}
+
+/// Signs `statement` (of `predicate_type`) into a bundle and attaches it as a referrer of
+/// `digest`, after [`prepare`]; nothing is written when `prepared.existing` is set. Returns
+/// where the bundle is.
+pub async fn attach(
+    registry: &Registry,
+    reference: &Reference,
+    digest: &Digest,
+    key: &PrivateKey,
+    statement: &[u8],
+    predicate_type: &str,
+    prepared: &Prepared,
+) -> Result<String> {
+    if let Some(e) = &prepared.existing {
+        return Ok(format!("{e} (kept: the same statement is signed there)"));
+    }
+    let env = Envelope::sign(PAYLOAD_TYPE, statement, key)?;
+    let bundle = wrap(&env, key.public())?;
+    let empty = b"{}".to_vec();
     let annotations = json!({
         "dev.sigstore.bundle.content": "dsse-envelope",
-        "dev.sigstore.bundle.predicateType": PREDICATE_TYPE,
-        "org.opencontainers.image.created": now_rfc3339(),
+        "dev.sigstore.bundle.predicateType": predicate_type,
+        "org.opencontainers.image.created": created(),
     });
     let manifest = json!({
         "schemaVersion": 2,
         "mediaType": media::OCI_MANIFEST,
         "artifactType": BUNDLE_MEDIA,
-        "config": {"mediaType": EMPTY_MEDIA, "digest": Digest::of(empty), "size": 2},
+        "config": {"mediaType": EMPTY_MEDIA, "digest": Digest::of(&empty), "size": 2},
         "layers": [{"mediaType": BUNDLE_MEDIA, "digest": Digest::of(&bundle), "size": bundle.len()}],
-        "subject": {"mediaType": subject_type, "digest": digest, "size": image.bytes.len()},
+        "subject": {"mediaType": prepared.subject_media, "digest": digest, "size": prepared.subject_size},
         "annotations": annotations,
     });
-    let bytes = serde_json::to_vec(&manifest)
+    let manifest = serde_json::to_vec(&manifest)
         .map_err(|e| Error::Signature(format!("referrer manifest JSON: {e}")))?;
-    let referrer = Digest::of(&bytes);
-    registry
-        .put_manifest_bytes(&by_digest(&referrer), &bytes, media::OCI_MANIFEST)
-        .await?;
-    if registry.referrers_index(reference, digest).await?.is_some() {
-        return Ok(format!(
-            "{}@{referrer} (referrers API)",
-            reference.repository()
-        ));
-    }
-    // Referrers tag schema: the index at tag `sha256-<hex>` lists the referrers.
-    let tag = format!("sha256-{}", digest.hex());
-    let tag_ref = Reference::with_tag(
-        reference.registry().to_owned(),
-        reference.repository().to_owned(),
-        tag.clone(),
-    );
-    let mut index = match registry.manifest_if_any(&tag_ref).await? {
-        Some(raw) => serde_json::from_slice::<serde_json::Value>(&raw.bytes).map_err(|e| {
-            Error::Signature(format!(
-                "{}: the fallback index is not JSON: {e}",
-                tag_ref.whole()
-            ))
-        })?,
-        None => json!({"schemaVersion": 2, "mediaType": media::OCI_INDEX, "manifests": []}),
+    let new = NewReferrer {
+        blobs: vec![empty, bundle],
+        manifest,
+        artifact_type: BUNDLE_MEDIA.to_owned(),
+        annotations,
     };
-    let entry = json!({
-        "mediaType": media::OCI_MANIFEST,
-        "artifactType": BUNDLE_MEDIA,
-        "digest": referrer,
-        "size": bytes.len(),
-        "annotations": annotations,
-    });
-    let Some(list) = index.get_mut("manifests").and_then(|m| m.as_array_mut()) else {
-        return Err(Error::Signature(format!(
-            "{}: the fallback tag is not an image index",
-            tag_ref.whole()
-        )));
-    };
-    if !list.iter().any(|m| m.get("digest") == entry.get("digest")) {
-        list.push(entry);
-    }
-    let index_bytes = serde_json::to_vec(&index)
-        .map_err(|e| Error::Signature(format!("fallback index JSON: {e}")))?;
-    registry
-        .put_manifest_bytes(&tag_ref, &index_bytes, media::OCI_INDEX)
-        .await?;
-    Ok(format!(
-        "{}@{referrer}, listed in the fallback tag {}",
-        reference.repository(),
-        tag_ref.whole()
-    ))
+    referrers::add(registry, reference, digest, &prepared.listing, &new).await
 }
 
-/// The bundles attached to `digest` (referrers API, else the fallback tag), checked with
-/// `key`: (referrer digest, outcome) per bundle.
-pub async fn verify_attached(
+/// A bundle found among the referrers of an image.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// `repo@sha256:…` of the referrer manifest.
+    pub location: String,
+    /// The opened statement, or why the bundle does not verify.
+    pub outcome: std::result::Result<Statement, String>,
+}
+
+/// Every Sigstore bundle among the referrers of `digest` (judged by the referrer manifest's
+/// layers, whatever the index entry says), opened with `key`; other referrers are returned in
+/// `others` for the caller to judge (cosign 2's `oci-1-1` simple-signing and DSSE referrers).
+pub async fn find(
     registry: &Registry,
     reference: &Reference,
     digest: &Digest,
     key: &PublicKey,
-) -> Result<Vec<(String, std::result::Result<(), String>)>> {
-    let tag_ref = Reference::with_tag(
-        reference.registry().to_owned(),
-        reference.repository().to_owned(),
-        format!("sha256-{}", digest.hex()),
-    );
-    // The referrers API when the registry has one, else the fallback tag.
-    let (bytes, what) = match registry.referrers_index(reference, digest).await? {
-        Some(b) => (
-            b,
-            format!("referrers of {}@{digest}", reference.repository()),
-        ),
-        None => match registry.manifest_if_any(&tag_ref).await? {
-            Some(raw) => (raw.bytes, tag_ref.whole()),
-            None => return Ok(Vec::new()),
-        },
-    };
-    let index: serde_json::Value = serde_json::from_slice(&bytes)
-        .map_err(|e| Error::Signature(format!("{what}: not JSON: {e}")))?;
-    let mut out = Vec::new();
-    for m in index
-        .get("manifests")
-        .and_then(|m| m.as_array())
-        .into_iter()
-        .flatten()
-    {
-        if m.get("artifactType").and_then(|a| a.as_str()) != Some(BUNDLE_MEDIA) {
-            continue;
-        }
-        let Some(d) = m
-            .get("digest")
-            .and_then(|d| d.as_str())
-            .and_then(|d| Digest::parse(d).ok())
-        else {
+) -> Result<(Listing, Vec<Found>)> {
+    let listing = referrers::list(registry, reference, digest, true).await?;
+    let mut found = Vec::new();
+    for e in &listing.entries {
+        let Ok(m) = &e.manifest else {
             continue;
         };
-        let r = Reference::with_digest(
-            reference.registry().to_owned(),
-            reference.repository().to_owned(),
-            d.to_string(),
-        );
-        let outcome = match registry.manifest_if_any(&r).await? {
-            None => Err("the referrer manifest is missing".to_owned()),
-            Some(man) => {
-                let layers: opship_core::image::oci::Manifest = serde_json::from_slice(&man.bytes)
-                    .map_err(|e| Error::Signature(format!("{}: {e}", r.whole())))?;
-                match layers.layers.iter().find(|l| l.media_type == BUNDLE_MEDIA) {
-                    None => Err("the referrer has no bundle layer".to_owned()),
-                    Some(l) => {
-                        let bytes = registry.blob(&r, l).await?;
-                        check(&bytes, key, digest)
-                    }
-                }
-            }
+        let Some(layer) = m.layers.iter().find(|l| l.media_type == BUNDLE_MEDIA) else {
+            continue;
         };
-        out.push((r.whole(), outcome));
+        let outcome = match registry.blob(&e.reference, layer).await {
+            Ok(bytes) => open(&bytes, key, digest),
+            Err(err) => Err(format!("the bundle blob cannot be fetched: {err}")),
+        };
+        found.push(Found {
+            location: e.location.clone(),
+            outcome,
+        });
     }
-    Ok(out)
+    Ok((listing, found))
 }
 
 #[cfg(test)]
@@ -300,8 +345,11 @@ mod tests {
         let key = PrivateKey::generate().unwrap();
         let other = PrivateKey::generate().unwrap();
         let d = Digest::of(b"image");
-        let b = build(&d, &key).unwrap();
-        assert_eq!(check(&b, key.public(), &d), Ok(()));
+        let mut notes = BTreeMap::new();
+        notes.insert("release".to_owned(), "1".to_owned());
+        let b = build(&d, &key, &notes).unwrap();
+        let st = check(&b, key.public(), &d).unwrap();
+        assert_eq!(st.annotations(&d)["release"], "1");
         assert!(
             check(&b, other.public(), &d)
                 .unwrap_err()
@@ -313,5 +361,20 @@ mod tests {
                 .contains("subject")
         );
         assert_eq!(pae("t", b"ab"), b"DSSEv1 1 t 2 ab");
+    }
+
+    #[test]
+    fn statement_is_cosign3s() {
+        let d = Digest::parse(
+            "sha256:8dce32fda5b66aea92206575ca89f3885ba56ccb561f3fe936dd7d21abce3947",
+        )
+        .unwrap();
+        let mut notes = BTreeMap::new();
+        notes.insert("foo".to_owned(), "bar".to_owned());
+        // The statement cosign 3.1.1 signed for `cosign sign -a foo=bar`.
+        assert_eq!(
+            String::from_utf8(statement(&d, &notes)).unwrap(),
+            r#"{"_type":"https://in-toto.io/Statement/v1","subject":[{"digest":{"sha256":"8dce32fda5b66aea92206575ca89f3885ba56ccb561f3fe936dd7d21abce3947"},"annotations":{"foo":"bar"}}],"predicateType":"https://sigstore.dev/cosign/sign/v1","predicate":{}}"#
+        );
     }
 }

@@ -9,7 +9,11 @@ use std::path::Path;
 use opship_core::image::layout::{self, Layout};
 use opship_core::image::oci::{self, Descriptor, Digest, annotation, media};
 
-use super::key::PrivateKey;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+
+use super::bundle;
+use super::key::{PrivateKey, PublicKey};
 use super::manifest::{self, Signatures};
 use super::payload;
 use super::verification::{layout_digest, layout_signatures};
@@ -25,8 +29,13 @@ pub struct SignReport {
     pub location: String,
     /// Signatures stored there now (including older ones).
     pub signatures: usize,
-    /// Digest of the new `.sig` manifest.
+    /// Digest of the `.sig` manifest.
     pub manifest: Digest,
+    /// Whether a signature was added (false: an equal one that verifies with the key was
+    /// there already, and nothing was written).
+    pub added: bool,
+    /// Where the Sigstore bundle is, with `--bundle-format`.
+    pub bundle: Option<String>,
 }
 
 /// The repository identity cosign puts in payloads: `registry/path`, no tag (Docker Hub as
@@ -60,8 +69,119 @@ pub async fn sign_remote(
     annotations: &BTreeMap<String, String>,
 ) -> Result<SignReport> {
     let digest = registry.resolve(reference).await?;
-    let signature = new_signature(key, identity, &digest, annotations)?;
-    push_signatures(registry, reference, &digest, vec![signature]).await
+    sign_digest(
+        registry,
+        reference,
+        &digest,
+        key,
+        identity,
+        annotations,
+        false,
+    )
+    .await
+}
+
+/// Whether `sigs` holds a layer with exactly `payload` whose signature verifies with `key`:
+/// cosign's rule for not adding a signature twice (ECDSA signatures differ each time, so the
+/// signature itself cannot be compared).
+pub fn has_equal(
+    sigs: &Signatures,
+    payload_digest: &Digest,
+    key: &PublicKey,
+    mut payload: impl FnMut(&Descriptor) -> Option<Vec<u8>>,
+) -> bool {
+    sigs.layers.iter().any(|l| {
+        l.digest == *payload_digest
+            && l.media_type == manifest::SIMPLESIGNING
+            && l.annotations
+                .get(manifest::SIGNATURE_ANNOTATION)
+                .and_then(|b| STANDARD.decode(b.trim()).ok())
+                .zip(payload(l))
+                .is_some_and(|(der, p)| key.verifies(&der, &p))
+    })
+}
+
+/// Signs `digest` in the repository of `reference`: the `.sig` signature and, with `bundle`,
+/// a Sigstore bundle referrer with the annotations in its statement. Everything is read and
+/// checked first (the `.sig` manifest, the referrers and their fallback tag); then, only if
+/// all is well, written. A signature equal to one already there (same payload or statement,
+/// verifying with the key) is not added again.
+pub async fn sign_digest(
+    registry: &Registry,
+    reference: &Reference,
+    digest: &Digest,
+    key: &PrivateKey,
+    identity: &str,
+    annotations: &BTreeMap<String, String>,
+    bundle: bool,
+) -> Result<SignReport> {
+    let sig_ref = Reference::with_tag(
+        reference.registry().to_owned(),
+        reference.repository().to_owned(),
+        manifest::tag(digest),
+    );
+    let location = sig_ref.whole();
+    let (mut sigs, old_manifest) = match registry.manifest_if_any(&sig_ref).await? {
+        Some(raw) => (Signatures::parse(&raw.bytes, &location)?, Some(raw.digest)),
+        None => (Signatures::default(), None),
+    };
+    let (layer, payload) = new_signature(key, identity, digest, annotations)?;
+    let mut equal = false;
+    for l in &sigs.layers {
+        if l.digest != layer.digest {
+            continue;
+        }
+        let blob = registry.blob(&sig_ref, l).await.ok();
+        let one = Signatures {
+            layers: vec![l.clone()],
+        };
+        if has_equal(&one, &layer.digest, key.public(), |_| blob.clone()) {
+            equal = true;
+            break;
+        }
+    }
+    let statement = bundle::statement(digest, annotations);
+    let prepared = if bundle {
+        Some(bundle::prepare(registry, reference, digest, key.public(), &statement).await?)
+    } else {
+        None
+    };
+    // Every check passed: write.
+    let manifest = match (equal, old_manifest) {
+        (true, Some(m)) => m,
+        _ => {
+            sigs.add(layer);
+            registry.upload_blob(&sig_ref, &payload).await?;
+            let (config, manifest_bytes) = sigs.to_manifest()?;
+            registry.upload_blob(&sig_ref, &config).await?;
+            registry
+                .put_manifest_bytes(&sig_ref, &manifest_bytes, media::OCI_MANIFEST)
+                .await?
+        }
+    };
+    let bundle = match &prepared {
+        Some(p) => Some(
+            bundle::attach(
+                registry,
+                reference,
+                digest,
+                key,
+                &statement,
+                bundle::PREDICATE_TYPE,
+                p,
+            )
+            .await?,
+        ),
+        None => None,
+    };
+    Ok(SignReport {
+        digest: digest.clone(),
+        location,
+        signatures: sigs.layers.len(),
+        manifest,
+        added: !equal,
+        bundle,
+    })
 }
 
 /// Adds signature layers (with their payloads) to the `.sig` manifest of `digest` in the
@@ -97,6 +217,8 @@ pub async fn push_signatures(
         location,
         signatures: sigs.layers.len(),
         manifest,
+        added: true,
+        bundle: None,
     })
 }
 
@@ -113,6 +235,26 @@ pub fn sign_layout(
     let digest = layout_digest(&layout, tag)?;
     let (layer, payload) = new_signature(key, identity, &digest, annotations)?;
     let mut sigs = layout_signatures(&layout, &digest)?.unwrap_or_default();
+    if has_equal(&sigs, &layer.digest, key.public(), |l| {
+        layout.read_blob(l).ok()
+    }) {
+        let sig_tag = manifest::tag(&digest);
+        let manifest = layout
+            .index()?
+            .manifests
+            .iter()
+            .find(|d| d.annotations.get(annotation::REF_NAME) == Some(&sig_tag))
+            .map(|d| d.digest.clone())
+            .unwrap_or_else(|| Digest::of(b""));
+        return Ok(SignReport {
+            digest,
+            location: format!("{}:{sig_tag}", dir.display()),
+            signatures: sigs.layers.len(),
+            manifest,
+            added: false,
+            bundle: None,
+        });
+    }
     sigs.add(layer.clone());
     let (config, manifest_bytes) = sigs.to_manifest()?;
     // Blobs first, index.json last (atomically): a reader never sees a tag without its blobs.
@@ -139,6 +281,8 @@ pub fn sign_layout(
         location: format!("{}:{sig_tag}", dir.display()),
         signatures: sigs.layers.len(),
         manifest,
+        added: true,
+        bundle: None,
     })
 }
 

@@ -238,28 +238,106 @@ pub async fn verify_remote(
         }
     }
     let mut report = judge(key, &digest, policy, location, candidates);
-    // cosign v3 bundles (referrers): they name the digest but carry no identity or annotations.
-    for (source, outcome) in bundle::verify_attached(registry, reference, &digest, key).await? {
-        let outcome = outcome.and_then(|()| {
-            if let Some(k) = policy.annotations.keys().next() {
-                return Err(format!(
-                    "a Sigstore bundle carries no annotations (`{k}` required)"
-                ));
+    report
+        .checked
+        .extend(judge_referrers(registry, reference, &digest, key, policy).await?);
+    Ok(report)
+}
+
+/// The signatures among the referrers of `digest` (referrers API or fallback tag), each
+/// judged by its manifest's layers: Sigstore bundles (cosign 3, `--bundle-format`) with the
+/// annotations in the statement's subject, and simple-signing layers (cosign 2's
+/// `--registry-referrers-mode=oci-1-1`) like `.sig` layers. Attestations are left to
+/// `verify-attestation`; anything else is reported as not a signature.
+async fn judge_referrers(
+    registry: &Registry,
+    reference: &Reference,
+    digest: &Digest,
+    key: &PublicKey,
+    policy: &Policy,
+) -> Result<Vec<Checked>> {
+    let (listing, bundles) = bundle::find(registry, reference, digest, key).await?;
+    let mut out = Vec::new();
+    if let Some(p) = &listing.problem {
+        out.push(Checked {
+            source: listing.location.clone(),
+            outcome: Err(p.clone()),
+        });
+    }
+    for found in bundles {
+        if let Ok(st) = &found.outcome
+            && st.predicate_type != bundle::PREDICATE_TYPE
+        {
+            continue; // an attestation
+        }
+        let outcome = found.outcome.and_then(|st| {
+            let notes = st.annotations(digest);
+            for (k, v) in &policy.annotations {
+                match notes.get(k) {
+                    Some(serde_json::Value::String(s)) if s == v => {}
+                    Some(other) => return Err(format!("annotation `{k}` is {other}, not \"{v}\"")),
+                    None => {
+                        return Err(format!("the statement's subject has no annotation `{k}`"));
+                    }
+                }
             }
             Ok(Claims {
                 docker_reference: String::new(),
                 digest: digest.to_string(),
                 kind: bundle::PREDICATE_TYPE.to_owned(),
-                optional: serde_json::Map::new(),
-                json: serde_json::from_slice(&bundle::statement(&digest)).unwrap_or_default(),
+                optional: notes,
+                json: st.json,
             })
         });
-        report.checked.push(Checked {
-            source: format!("Sigstore bundle {source}"),
+        out.push(Checked {
+            source: format!("Sigstore bundle {}", found.location),
             outcome,
         });
     }
-    Ok(report)
+    for e in &listing.entries {
+        let m = match &e.manifest {
+            Ok(m) => m,
+            Err(reason) => {
+                out.push(Checked {
+                    source: format!("referrer {}", e.location),
+                    outcome: Err(reason.clone()),
+                });
+                continue;
+            }
+        };
+        let kinds: Vec<&str> = m.layers.iter().map(|l| l.media_type.as_str()).collect();
+        if kinds
+            .iter()
+            .any(|k| *k == bundle::BUNDLE_MEDIA || *k == super::dsse::ENVELOPE_MEDIA)
+        {
+            continue; // judged above, or an attestation
+        }
+        if !kinds.contains(&SIMPLESIGNING) {
+            out.push(Checked {
+                source: format!("referrer {}", e.location),
+                outcome: Err(format!(
+                    "not a cosign signature (artifact type `{}`, layers {kinds:?})",
+                    m.artifact_type
+                )),
+            });
+            continue;
+        }
+        let sigs = Signatures {
+            layers: m.layers.clone(),
+        };
+        let location = format!("referrer {}", e.location);
+        let mut candidates = candidates_of(&sigs, &location, |_| Ok(Vec::new()));
+        for (c, l) in candidates.iter_mut().zip(&sigs.layers) {
+            if c.payload.is_ok() {
+                c.payload = registry
+                    .blob(&e.reference, l)
+                    .await
+                    .map_err(|err| format!("the payload blob cannot be fetched: {err}"));
+            }
+        }
+        out.extend(judge(key, digest, policy, location, candidates).checked);
+    }
+    Ok(out)
 }
 
 /// Digest of the image tagged `tag` in a layout.

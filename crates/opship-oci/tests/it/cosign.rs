@@ -74,3 +74,45 @@ fn a_lying_payload_blob_rejects_that_signature_only() {
     assert_eq!(claims.optional["n"], "2");
     assert_eq!(report.verified().len(), 1);
 }
+
+/// The provenance predicate written to a file and read back as `opship attest --predicate`
+/// reads it signs the same bytes (so the predicate digest is the builder's), and two builds
+/// from the same inputs (input files hashed from disk, in another order) give the same digest.
+#[test]
+fn provenance_predicate_survives_a_file_and_is_reproducible() {
+    use opship_oci::cosign::attestation::{Predicate, statement};
+    use opship_oci::cosign::provenance::{PREDICATE_TYPE, Provenance, Resource, Source};
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("opship.yaml"), "name: x\n").unwrap();
+    std::fs::write(dir.path().join("csv.yaml"), "kind: ClusterServiceVersion\n").unwrap();
+    let build = |names: &[&str]| Provenance {
+        artifacts: vec![Resource {
+            name: "registry.example/op-bundle:v1".into(),
+            digest: Digest::of(b"image"),
+        }],
+        source: Some(Source {
+            uri: "git+https://example.com/op".into(),
+            commit: "0123456789abcdef0123456789abcdef01234567".into(),
+        }),
+        inputs: names
+            .iter()
+            .map(|n| Resource::file(n, &dir.path().join(n)).unwrap())
+            .collect(),
+        builder_version: "1.2.3".into(),
+        ..Default::default()
+    };
+    let a = build(&["opship.yaml", "csv.yaml"]);
+    let b = build(&["csv.yaml", "opship.yaml"]);
+    assert_eq!(Digest::of(&a.to_bytes()), Digest::of(&b.to_bytes()));
+    let file = dir.path().join("provenance.json");
+    std::fs::write(&file, a.to_bytes()).unwrap();
+    let read = Predicate::read(&file, "slsaprovenance1").unwrap();
+    assert_eq!(read, a.predicate());
+    assert_eq!(read.type_uri, PREDICATE_TYPE);
+    let d = Digest::of(b"image");
+    assert_eq!(
+        statement("registry.example/op-bundle", &d, &read),
+        statement("registry.example/op-bundle", &d, &b.predicate())
+    );
+}

@@ -1,0 +1,387 @@
+//! Attestations in cosign's formats (`cosign attest`, `cosign verify-attestation`): a predicate
+//! (SLSA provenance, SPDX or CycloneDX SBOM, custom) in an in-toto statement naming the image,
+//! signed as a DSSE envelope, stored either as a layer of the `sha256-<hex>.att` manifest
+//! (cosign 2's default: media type `application/vnd.dsse.envelope.v1+json`, annotation
+//! `predicateType`) or as a Sigstore bundle referrer (cosign 3's default, `--bundle-format`).
+//! Verification reads both, and cosign 2's `oci-1-1` DSSE referrers.
+
+use std::path::Path;
+
+use opship_core::image::oci::{Descriptor, Digest, media};
+use serde_json::json;
+
+use super::bundle::{self, Statement};
+use super::dsse::{ENVELOPE_MEDIA, Envelope, PAYLOAD_TYPE};
+use super::key::{PrivateKey, PublicKey};
+use super::manifest::{SIGNATURE_ANNOTATION, Signatures};
+use super::signing::identity_of;
+use crate::error::{Error, Result};
+use crate::registry::{Reference, Registry};
+
+/// The in-toto statement type of opship's attestations.
+pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
+/// Layer annotation naming the predicate type in a `.att` manifest.
+pub const PREDICATE_ANNOTATION: &str = "predicateType";
+
+/// cosign's `--type` names and their predicate type URIs; any other `--type` containing `://`
+/// is taken as the URI itself (as cosign does).
+pub const TYPES: [(&str, &str); 10] = [
+    ("slsaprovenance", "https://slsa.dev/provenance/v0.2"),
+    ("slsaprovenance02", "https://slsa.dev/provenance/v0.2"),
+    ("slsaprovenance1", "https://slsa.dev/provenance/v1"),
+    ("link", "https://in-toto.io/Link/v1"),
+    ("spdx", "https://spdx.dev/Document"),
+    ("spdxjson", "https://spdx.dev/Document"),
+    ("cyclonedx", "https://cyclonedx.org/bom"),
+    ("vuln", "https://cosign.sigstore.dev/attestation/vuln/v1"),
+    ("openvex", "https://openvex.dev/ns"),
+    ("custom", "https://cosign.sigstore.dev/attestation/v1"),
+];
+
+/// The predicate type URI of a `--type` value.
+pub fn predicate_type(name: &str) -> Result<String> {
+    if let Some((_, uri)) = TYPES.iter().find(|(n, _)| *n == name) {
+        return Ok((*uri).to_owned());
+    }
+    if name.contains("://") {
+        return Ok(name.to_owned());
+    }
+    Err(Error::Input(format!(
+        "--type `{name}`: expected one of {} or a predicate type URI",
+        TYPES.map(|(n, _)| n).join(", ")
+    )))
+}
+
+/// The `.att` tag of `digest`: `sha256-<hex>.att`.
+pub fn tag(digest: &Digest) -> String {
+    format!("sha256-{}.att", digest.hex())
+}
+
+/// A predicate: its type URI and JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Predicate {
+    /// The predicate type URI.
+    pub type_uri: String,
+    /// The predicate (keys in the order of its source).
+    pub json: serde_json::Value,
+}
+
+impl Predicate {
+    /// A predicate from JSON bytes for the `--type` `kind`; `what` names the source in errors.
+    pub fn from_bytes(bytes: &[u8], kind: &str, what: &str) -> Result<Self> {
+        let type_uri = predicate_type(kind)?;
+        let json: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+            Error::Input(format!(
+                "{what}: the predicate is not JSON: {e} (line {}, column {})",
+                e.line(),
+                e.column()
+            ))
+        })?;
+        if !json.is_object() {
+            return Err(Error::Input(format!(
+                "{what}: the predicate is not a JSON object"
+            )));
+        }
+        Ok(Predicate { type_uri, json })
+    }
+
+    /// Reads a predicate file (at most 512 MiB, a regular file).
+    pub fn read(path: &Path, kind: &str) -> Result<Self> {
+        let bytes = opship_core::input::read(path, opship_core::input::Kind::Blob)?;
+        Self::from_bytes(&bytes, kind, &path.display().to_string())
+    }
+}
+
+/// The statement of `predicate` about the image `digest` named `name` (its repository).
+pub fn statement(name: &str, digest: &Digest, predicate: &Predicate) -> Vec<u8> {
+    let v = json!({
+        "_type": STATEMENT_TYPE,
+        "subject": [{"name": name, "digest": {"sha256": digest.hex()}}],
+        "predicateType": predicate.type_uri,
+        "predicate": predicate.json,
+    });
+    serde_json::to_vec(&v).unwrap_or_default()
+}
+
+/// Where an attestation is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// A layer of the `sha256-<hex>.att` manifest (cosign 2's default).
+    Att,
+    /// A Sigstore bundle referrer (cosign 3's default).
+    Bundle,
+}
+
+/// What an attest did.
+#[derive(Debug, Clone)]
+pub struct AttestReport {
+    /// The attested image.
+    pub digest: Digest,
+    /// Where the attestation is.
+    pub location: String,
+    /// Whether one was added (false: the same statement, verifying with the key, was there).
+    pub added: bool,
+    /// sha256 of the predicate JSON as signed.
+    pub predicate_digest: Digest,
+}
+
+/// Attests `digest` (in the repository of `reference`) with `predicate`, signed with `key`, in
+/// `format`. Reads and checks first (the `.att` manifest, or the referrers and their fallback
+/// tag), then writes; the same statement that verifies with the key is not added twice.
+pub async fn attest(
+    registry: &Registry,
+    reference: &Reference,
+    digest: &Digest,
+    key: &PrivateKey,
+    predicate: &Predicate,
+    format: Format,
+) -> Result<AttestReport> {
+    let body = statement(&identity_of(reference), digest, predicate);
+    let predicate_digest = Digest::of(&serde_json::to_vec(&predicate.json).unwrap_or_default());
+    if format == Format::Bundle {
+        let prepared = bundle::prepare(registry, reference, digest, key.public(), &body).await?;
+        let added = prepared.existing.is_none();
+        let location = bundle::attach(
+            registry,
+            reference,
+            digest,
+            key,
+            &body,
+            &predicate.type_uri,
+            &prepared,
+        )
+        .await?;
+        return Ok(AttestReport {
+            digest: digest.clone(),
+            location,
+            added,
+            predicate_digest,
+        });
+    }
+    let att_ref = Reference::with_tag(
+        reference.registry().to_owned(),
+        reference.repository().to_owned(),
+        tag(digest),
+    );
+    let location = att_ref.whole();
+    let mut atts = match registry.manifest_if_any(&att_ref).await? {
+        Some(raw) => Signatures::parse(&raw.bytes, &location)?,
+        None => Signatures::default(),
+    };
+    let wanted: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    for l in atts
+        .layers
+        .iter()
+        .filter(|l| l.media_type == ENVELOPE_MEDIA)
+    {
+        let Ok(bytes) = registry.blob(&att_ref, l).await else {
+            continue;
+        };
+        let same = Envelope::parse(&bytes)
+            .ok()
+            .and_then(|env| bundle::open_envelope(&env, key.public(), digest).ok())
+            .is_some_and(|st| st.json == wanted);
+        if same {
+            return Ok(AttestReport {
+                digest: digest.clone(),
+                location: format!("{location} (kept: the same statement is signed there)"),
+                added: false,
+                predicate_digest,
+            });
+        }
+    }
+    let env = Envelope::sign(PAYLOAD_TYPE, &body, key)?;
+    let env_bytes = serde_json::to_vec(&env.to_value())
+        .map_err(|e| Error::Signature(format!("envelope JSON: {e}")))?;
+    let mut layer = Descriptor::of(ENVELOPE_MEDIA, &env_bytes);
+    layer
+        .annotations
+        .insert(SIGNATURE_ANNOTATION.to_owned(), String::new());
+    layer
+        .annotations
+        .insert(PREDICATE_ANNOTATION.to_owned(), predicate.type_uri.clone());
+    atts.layers.push(layer);
+    registry.upload_blob(&att_ref, &env_bytes).await?;
+    let (config, manifest_bytes) = atts.to_manifest()?;
+    registry.upload_blob(&att_ref, &config).await?;
+    registry
+        .put_manifest_bytes(&att_ref, &manifest_bytes, media::OCI_MANIFEST)
+        .await?;
+    Ok(AttestReport {
+        digest: digest.clone(),
+        location,
+        added: true,
+        predicate_digest,
+    })
+}
+
+/// The verdict on one attestation.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// Where it was found.
+    pub source: String,
+    /// The verified statement, or why it was rejected.
+    pub outcome: std::result::Result<Statement, String>,
+}
+
+/// The verdicts on all attestations of an image.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The image digest.
+    pub digest: Digest,
+    /// Where attestations were looked for.
+    pub location: String,
+    /// One entry per attestation found.
+    pub checked: Vec<Checked>,
+}
+
+fn typed(
+    outcome: std::result::Result<Statement, String>,
+    wanted: Option<&str>,
+) -> std::result::Result<Statement, String> {
+    let st = outcome?;
+    match wanted {
+        Some(t) if st.predicate_type != t => Err(format!(
+            "the predicate type is {}, not {t}",
+            st.predicate_type
+        )),
+        _ => Ok(st),
+    }
+}
+
+/// The DSSE envelope layers of one manifest, each opened with `key`.
+async fn judge_layers(
+    registry: &Registry,
+    key: &PublicKey,
+    digest: &Digest,
+    predicate_type: Option<&str>,
+    layers: &[Descriptor],
+    at: &Reference,
+    source: &str,
+) -> Vec<Checked> {
+    let mut out = Vec::new();
+    for (i, l) in layers.iter().enumerate() {
+        let source = format!("{source} layer {}", i + 1);
+        let outcome = if l.media_type != ENVELOPE_MEDIA {
+            Err(format!(
+                "layer media type `{}` is not {ENVELOPE_MEDIA}",
+                l.media_type
+            ))
+        } else {
+            match registry.blob(at, l).await {
+                Err(e) => Err(format!("the envelope blob cannot be fetched: {e}")),
+                Ok(bytes) => {
+                    Envelope::parse(&bytes).and_then(|env| bundle::open_envelope(&env, key, digest))
+                }
+            }
+        };
+        out.push(Checked {
+            source,
+            outcome: typed(outcome, predicate_type),
+        });
+    }
+    out
+}
+
+/// Verifies the attestations of the image `reference` with `key`: the `.att` layers, Sigstore
+/// bundles among the referrers (other than signatures), and DSSE referrers. With
+/// `predicate_type`, only statements of that type pass.
+pub async fn verify(
+    registry: &Registry,
+    reference: &Reference,
+    key: &PublicKey,
+    predicate_type: Option<&str>,
+) -> Result<Report> {
+    let digest = registry.resolve(reference).await?;
+    let att_ref = Reference::with_tag(
+        reference.registry().to_owned(),
+        reference.repository().to_owned(),
+        tag(&digest),
+    );
+    let location = att_ref.whole();
+    let mut checked = Vec::new();
+    if let Some(raw) = registry.manifest_if_any(&att_ref).await? {
+        let atts = Signatures::parse(&raw.bytes, &location)?;
+        checked.extend(
+            judge_layers(
+                registry,
+                key,
+                &digest,
+                predicate_type,
+                &atts.layers,
+                &att_ref,
+                &location,
+            )
+            .await,
+        );
+    }
+    let (listing, bundles) = bundle::find(registry, reference, &digest, key).await?;
+    for found in bundles {
+        if found
+            .outcome
+            .as_ref()
+            .is_ok_and(|st| st.predicate_type == bundle::PREDICATE_TYPE)
+        {
+            continue; // a signature
+        }
+        checked.push(Checked {
+            source: format!("Sigstore bundle {}", found.location),
+            outcome: typed(found.outcome, predicate_type),
+        });
+    }
+    for e in &listing.entries {
+        let Ok(m) = &e.manifest else { continue };
+        if m.layers.iter().any(|l| l.media_type == ENVELOPE_MEDIA) {
+            let source = format!("referrer {}", e.location);
+            checked.extend(
+                judge_layers(
+                    registry,
+                    key,
+                    &digest,
+                    predicate_type,
+                    &m.layers,
+                    &e.reference,
+                    &source,
+                )
+                .await,
+            );
+        }
+    }
+    Ok(Report {
+        digest,
+        location: format!("{location} and the referrers ({})", listing.location),
+        checked,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn types_and_statement() {
+        assert_eq!(
+            predicate_type("slsaprovenance1").unwrap(),
+            "https://slsa.dev/provenance/v1"
+        );
+        assert_eq!(
+            predicate_type("https://x.dev/p").unwrap(),
+            "https://x.dev/p"
+        );
+        assert!(predicate_type("sbom").is_err());
+        let p = Predicate::from_bytes(br#"{"b":1,"a":2}"#, "custom", "p.json").unwrap();
+        let d = Digest::of(b"i");
+        let s = String::from_utf8(statement("r/x", &d, &p)).unwrap();
+        assert!(s.ends_with(r#""predicate":{"b":1,"a":2}}"#), "{s}");
+        let key = PrivateKey::generate().unwrap();
+        let env = Envelope::sign(PAYLOAD_TYPE, s.as_bytes(), &key).unwrap();
+        let st = bundle::open_envelope(&env, key.public(), &d).unwrap();
+        assert_eq!(st.predicate_type, p.type_uri);
+        assert!(
+            Predicate::from_bytes(b"{\n x", "custom", "p.json")
+                .unwrap_err()
+                .to_string()
+                .contains("p.json: the predicate is not JSON")
+        );
+    }
+}
