@@ -1,10 +1,10 @@
 //! The only place in opship that reads or writes YAML: parsing with source positions and safe,
 //! byte-stable emitting.
 //!
-//! Documents are parsed by serde-saphyr into a [`Document`]: a `serde_json::Value` (so unknown
-//! Kubernetes fields survive untouched and key order is kept) plus a table from JSON pointer to
-//! the line and column where that node starts. Every later error or validation finding looks its
-//! position up here instead of re-parsing.
+//! Documents are parsed into a [`Document`]: a `serde_json::Value` (so unknown Kubernetes
+//! fields survive untouched and key order is kept) plus the line and column where each node
+//! starts, kept as a compact table in document order that a JSON pointer is looked up in. Every
+//! later error or validation finding looks its position up here instead of re-parsing.
 //!
 //! Reading follows Kubernetes' YAML 1.1 habits where they matter (`0644` is octal, merge keys are
 //! expanded) and is stricter where silence would hide a mistake (duplicate keys are errors).

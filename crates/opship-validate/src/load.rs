@@ -803,10 +803,17 @@ fn gzip_size_at(bytes: &[u8], level: u32) -> u64 {
             Ok(())
         }
     }
-    let mut enc = flate2::write::GzEncoder::new(Counter(0), flate2::Compression::new(level));
+    // A gzip member is the raw deflate stream between a 10-byte header (no name, comment or
+    // extra field, as Go writes it) and an 8-byte trailer; deflating alone gives the same size
+    // without computing the CRC the trailer would hold.
+    const GZIP_FRAME: u64 = 10 + 8;
+    let mut enc =
+        flate2::write::DeflateEncoder::new(Counter(0), flate2::Compression::new(level));
     // Writing to a counter cannot fail.
     let _ = enc.write_all(bytes);
-    enc.finish().map(|c| c.0).unwrap_or(bytes.len() as u64)
+    enc.finish()
+        .map(|c| c.0 + GZIP_FRAME)
+        .unwrap_or(bytes.len() as u64)
 }
 
 /// Makes an `Origin` for a path (helper for checks that point at a whole file).
@@ -814,5 +821,22 @@ pub fn file_origin(path: &Path) -> Origin {
     Origin {
         file: Arc::from(path),
         pos: Default::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gzip_size_is_the_length_of_the_gzip_file() {
+        let text = "apiVersion: v1\nkind: ConfigMap\n".repeat(5000);
+        for data in [&b""[..], b"x", text.as_bytes()] {
+            let mut enc =
+                flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
+            enc.write_all(data).unwrap();
+            let real = enc.finish().unwrap().len() as u64;
+            assert_eq!(gzip_size(data), real);
+        }
     }
 }
