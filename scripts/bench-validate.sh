@@ -10,15 +10,15 @@
 # Then, for RUNS rounds (default 3), it runs both binaries back to back over all bundles and
 # prints the CPU time (user+sys), the peak RSS and the parse throughput (MB of YAML/JSON per
 # CPU-second) of each, and the ratio. Instruction counts come from `valgrind --tool=callgrind`
-# (repeatable on a noisy machine), one thread, over every BENCH_STRIDE-th bundle (default 1:
-# all of them, a few minutes per binary). It ends with a summary: the median CPU-time ratio and
+# (repeatable on a noisy machine), one thread, over every BENCH_STRIDE-th bundle (default 10,
+# 24 bundles; 1 for all of them: about ten minutes per binary). It ends with the median CPU-time ratio and
 # the instruction ratio. Both binaries must give the same verdicts; the script says so if not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 base=${1:-b3a00f2}
 runs=${2:-3}
-stride=${BENCH_STRIDE:-1}
+stride=${BENCH_STRIDE:-10}
 corpus=${OPSHIP_CORPUS:-$root/../shared/corpus/bundles}
 [ -d "$corpus" ] || { echo "no corpus at $corpus (set OPSHIP_CORPUS)" >&2; exit 2; }
 
