@@ -104,7 +104,9 @@ impl Document {
     pub fn origin(&self, pointer: &str) -> Origin {
         Origin {
             file: self.file.clone(),
-            pos: self.positions.pos_at(self.positions.find(self.root, pointer) as usize),
+            pos: self
+                .positions
+                .pos_at(self.positions.find(self.root, pointer) as usize),
         }
     }
 }
@@ -170,8 +172,7 @@ impl Positions {
         if (start, len) == NO_KEY {
             return None;
         }
-        self.keys
-            .get(start as usize..start as usize + len as usize)
+        self.keys.get(start as usize..start as usize + len as usize)
     }
 
     /// The children of node `i`, in document order.
@@ -196,7 +197,9 @@ impl Positions {
     /// The child of `i` with mapping key `key`: the last one, as a key given twice keeps its
     /// later value.
     pub(crate) fn child_by_key(&self, i: usize, key: &str) -> Option<usize> {
-        self.children(i).filter(|&c| self.key_of(c) == Some(key)).last()
+        self.children(i)
+            .filter(|&c| self.key_of(c) == Some(key))
+            .last()
     }
 
     /// The deepest node on the way along `pointer` from `root` (`root` itself when the

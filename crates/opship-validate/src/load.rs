@@ -478,8 +478,7 @@ impl Input {
         } else {
             self.files.iter().map(|(_, b)| b.len() as u64).collect()
         };
-        let exact =
-            quick.iter().sum::<u64>() > crate::bundle::SIZE_LIMIT * 85 / 100 * 9 / 10;
+        let exact = quick.iter().sum::<u64>() > crate::bundle::SIZE_LIMIT * 85 / 100 * 9 / 10;
         // Parsing dominates validation time and big CRD files make bundles uneven, so files
         // are parsed in parallel (inside the per-bundle parallelism) and merged in order.
         let root = &self.root;
@@ -807,8 +806,7 @@ fn gzip_size_at(bytes: &[u8], level: u32) -> u64 {
     // extra field, as Go writes it) and an 8-byte trailer; deflating alone gives the same size
     // without computing the CRC the trailer would hold.
     const GZIP_FRAME: u64 = 10 + 8;
-    let mut enc =
-        flate2::write::DeflateEncoder::new(Counter(0), flate2::Compression::new(level));
+    let mut enc = flate2::write::DeflateEncoder::new(Counter(0), flate2::Compression::new(level));
     // Writing to a counter cannot fail.
     let _ = enc.write_all(bytes);
     enc.finish()
@@ -832,8 +830,7 @@ mod tests {
     fn gzip_size_is_the_length_of_the_gzip_file() {
         let text = "apiVersion: v1\nkind: ConfigMap\n".repeat(5000);
         for data in [&b""[..], b"x", text.as_bytes()] {
-            let mut enc =
-                flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
             enc.write_all(data).unwrap();
             let real = enc.finish().unwrap().len() as u64;
             assert_eq!(gzip_size(data), real);
