@@ -4,12 +4,15 @@
 #
 #   scripts/bench-validate.sh [BASELINE_COMMIT] [RUNS]
 #
-# Builds BASELINE_COMMIT (default b3a00f2) in a git worktree under target/bench-baseline and
-# the current tree, both `cargo build --release`, then for RUNS rounds (default 3) runs both
-# binaries back to back over all bundles and prints the CPU time (user+sys) and peak RSS of
-# each, and the ratio. Instruction counts come from `valgrind --tool=callgrind` (repeatable on
-# a noisy machine) over every 10th bundle (BENCH_STRIDE=1 for all of them: minutes per binary).
-# Both binaries must give the same verdicts; the script stops if they do not.
+# Builds BASELINE_COMMIT (default b3a00f2) from a git worktree under target/bench-baseline and
+# the current tree, both `cargo build --release` (the baseline into this tree's target/, where
+# its own crates sit beside the current ones and the dependencies are shared, then copied out).
+# Then, for RUNS rounds (default 3), it runs both binaries back to back over all bundles and
+# prints the CPU time (user+sys), the peak RSS and the parse throughput (MB of YAML/JSON per
+# CPU-second) of each, and the ratio. Instruction counts come from `valgrind --tool=callgrind`
+# (repeatable on a noisy machine), one thread, over every BENCH_STRIDE-th bundle (default 10,
+# 24 bundles; 1 for all of them: about ten minutes per binary). It ends with the median CPU-time ratio and
+# the instruction ratio. Both binaries must give the same verdicts; the script says so if not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -26,14 +29,16 @@ else
   git -C "$wt" checkout --quiet --detach "$base"
 fi
 echo "==> building $base and the current tree (release)" >&2
-(cd "$wt" && cargo build --release --locked --quiet --bin opship)
+old=$root/target/bench-baseline.opship
+(cd "$wt" && CARGO_TARGET_DIR=$root/target cargo build --release --locked --quiet --bin opship)
+cp "$root/target/release/opship" "$old"
 cargo build --release --locked --quiet --bin opship
-old=$wt/target/release/opship
 new=$root/target/release/opship
 
 mapfile -t bundles < <(find "$corpus" -mindepth 2 -maxdepth 2 -type d | sort)
 bytes=$(find "${bundles[@]}" -type f \( -name '*.yaml' -o -name '*.yml' -o -name '*.json' \) -printf '%s\n' | awk '{s+=$1} END {print s}')
-echo "bundles: ${#bundles[@]}, YAML/JSON: $((bytes / 1024 / 1024)) MiB" >&2
+mb=$(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1e6}')
+echo "bundles: ${#bundles[@]}, YAML/JSON: $mb MB" >&2
 
 # CPU seconds (user+sys) and peak RSS (KiB) of one run; verdicts to $3.
 measure() {
@@ -42,25 +47,33 @@ measure() {
     >"$verdicts" 2>/dev/null || true
   tail -n 1 "$out" | awk '{printf "%.2f %d\n", $1 + $2, $3}'
 }
+mbps() { awk -v m="$mb" -v c="$1" 'BEGIN {printf "%.1f", m / c}'; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-printf '%-6s %-12s %-12s %-10s %-10s\n' run "cpu $base" "cpu HEAD" "ratio" "rss HEAD"
+ratios=()
+printf '%-5s %-10s %-10s %-7s %-13s %-13s %-10s %-10s\n' run "cpu $base" "cpu HEAD" ratio \
+  "MB/s $base" "MB/s HEAD" "rss $base" "rss HEAD"
 for i in $(seq 1 "$runs"); do
   read -r c_old r_old < <(measure "$old" "$tmp/t_old" "$tmp/v_old.json")
   read -r c_new r_new < <(measure "$new" "$tmp/t_new" "$tmp/v_new.json")
-  printf '%-6s %-12s %-12s %-10s %-10s\n' "$i" "${c_old}s" "${c_new}s" \
-    "$(awk -v a="$c_old" -v b="$c_new" 'BEGIN {printf "%.2fx", a / b}')" "$((r_new / 1024)) MiB"
-  echo "   ($base peak RSS $((r_old / 1024)) MiB; parse throughput HEAD $(awk -v b="$bytes" -v c="$c_new" 'BEGIN {printf "%.1f", b / 1048576 / c}') MB/s per core-second, $base $(awk -v b="$bytes" -v c="$c_old" 'BEGIN {printf "%.1f", b / 1048576 / c}'))"
+  ratio=$(awk -v a="$c_old" -v b="$c_new" 'BEGIN {printf "%.2f", a / b}')
+  ratios+=("$ratio")
+  printf '%-5s %-10s %-10s %-7s %-13s %-13s %-10s %-10s\n' "$i" "${c_old}s" "${c_new}s" \
+    "${ratio}x" "$(mbps "$c_old")" "$(mbps "$c_new")" "$((r_old / 1024)) MiB" "$((r_new / 1024)) MiB"
 done
 # The same verdict per bundle (error or not) from both.
 if command -v jq >/dev/null; then
   jq -c '[.bundles[]? | {path, valid}]' "$tmp/v_old.json" >"$tmp/p_old" 2>/dev/null || true
   jq -c '[.bundles[]? | {path, valid}]' "$tmp/v_new.json" >"$tmp/p_new" 2>/dev/null || true
-  if ! cmp -s "$tmp/p_old" "$tmp/p_new"; then
+  if cmp -s "$tmp/p_old" "$tmp/p_new"; then
+    echo "verdicts: the same for every bundle"
+  else
     echo "note: verdicts differ between $base and HEAD (new rules?); compare $tmp/v_*.json" >&2
   fi
 fi
+median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}')
+echo "cpu time: median ratio ${median}x over $runs rounds"
 
 if command -v valgrind >/dev/null; then
   subset=()
@@ -73,5 +86,5 @@ if command -v valgrind >/dev/null; then
   }
   i_old=$(count "$old" old)
   i_new=$(count "$new" new)
-  echo "instructions: $base $i_old, HEAD $i_new, ratio $(awk -v a="$i_old" -v b="$i_new" 'BEGIN {printf "%.2fx", a / b}')"
+  echo "instructions (${#subset[@]} bundles): $base $i_old, HEAD $i_new, ratio $(awk -v a="$i_old" -v b="$i_new" 'BEGIN {printf "%.2fx", a / b}')"
 fi

@@ -8,6 +8,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+// Validation builds and drops millions of small strings and maps (the YAML trees); mimalloc
+// does that with far fewer instructions than glibc's malloc (BENCHMARKS.md, issue 18).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     init_logging(cli.global.verbose, cli.global.quiet);

@@ -1,16 +1,15 @@
 //! The only place in opship that reads or writes YAML: parsing with source positions and safe,
 //! byte-stable emitting.
 //!
-//! Documents are parsed by serde-saphyr into a [`Document`]: a `serde_json::Value` (so unknown
-//! Kubernetes fields survive untouched and key order is kept) plus a table from JSON pointer to
-//! the line and column where that node starts. Every later error or validation finding looks its
-//! position up here instead of re-parsing.
+//! Documents are parsed into a [`Document`]: a `serde_json::Value` (so unknown Kubernetes
+//! fields survive untouched and key order is kept) plus the line and column where each node
+//! starts, kept as a compact table in document order that a JSON pointer is looked up in. Every
+//! later error or validation finding looks its position up here instead of re-parsing.
 //!
 //! Reading follows Kubernetes' YAML 1.1 habits where they matter (`0644` is octal, merge keys are
 //! expanded) and is stricter where silence would hide a mistake (duplicate keys are errors).
 //! Writing quotes every plain scalar that some reader could take for a bool, number or null.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
@@ -72,11 +71,11 @@ pub struct Document {
     pub value: Value,
     /// The file the document came from.
     pub file: Arc<Path>,
-    /// Position of every node, keyed by its RFC 6901 JSON pointer (`""` is the root).
-    positions: Arc<HashMap<String, Pos>>,
-    /// Pointer of this document's root in `positions` (non-empty for an item cut out of a
+    /// Position of every node of the stream document this one came from.
+    positions: Arc<Positions>,
+    /// Index of this document's root in `positions` (not 0 for an item cut out of a
     /// `kind: List`).
-    prefix: String,
+    root: u32,
 }
 
 impl Document {
@@ -86,7 +85,7 @@ impl Document {
             value,
             file: Arc::from(file),
             positions: Arc::default(),
-            prefix: String::new(),
+            root: 0,
         }
     }
 
@@ -96,32 +95,144 @@ impl Document {
             value: self.value.pointer(pointer)?.clone(),
             file: self.file.clone(),
             positions: self.positions.clone(),
-            prefix: format!("{}{pointer}", self.prefix),
+            root: self.positions.find(self.root, pointer),
         })
     }
 
     /// Where the node at `pointer` starts; falls back to the nearest ancestor that has a
     /// position, so a missing field still points at the object that should hold it.
     pub fn origin(&self, pointer: &str) -> Origin {
-        let full = format!("{}{pointer}", self.prefix);
-        let mut p = full.as_str();
-        loop {
-            if let Some(pos) = self.positions.get(p) {
-                return Origin {
-                    file: self.file.clone(),
-                    pos: *pos,
-                };
+        Origin {
+            file: self.file.clone(),
+            pos: self
+                .positions
+                .pos_at(self.positions.find(self.root, pointer) as usize),
+        }
+    }
+}
+
+/// Where every node of one document starts, in document order, with the shape of the tree
+/// (each node's extent and its key in its parent mapping), so that a JSON pointer can be
+/// looked up without one string per node. Parsing records a few bytes per node; looking a
+/// pointer up walks its tokens through the children of each level, which only findings do.
+#[derive(Debug, Default)]
+pub(crate) struct Positions {
+    pos: Vec<Pos>,
+    /// One past the index of each node's last descendant.
+    end: Vec<u32>,
+    /// Each node's key in its parent mapping, as a range of `keys` (`NO_KEY` for a sequence
+    /// item or a root).
+    key: Vec<(u32, u32)>,
+    keys: String,
+}
+
+const NO_KEY: (u32, u32) = (u32::MAX, 0);
+
+impl Positions {
+    /// Records a node that starts at `at` (the key it has in its parent mapping, if any) and
+    /// returns its index; [`Positions::close`] ends it after its descendants.
+    pub(crate) fn open(&mut self, at: Pos, key: Option<&str>) -> usize {
+        let i = self.pos.len();
+        self.pos.push(at);
+        self.end.push(u32::MAX);
+        let k = match key {
+            Some(k) => {
+                let start = self.keys.len();
+                self.keys.push_str(k);
+                (
+                    u32::try_from(start).unwrap_or(u32::MAX),
+                    u32::try_from(k.len()).unwrap_or(0),
+                )
             }
-            match p.rfind('/') {
-                Some(i) => p = &p[..i],
-                None => {
-                    return Origin {
-                        file: self.file.clone(),
-                        pos: Pos::default(),
-                    };
+            None => NO_KEY,
+        };
+        self.key.push(k);
+        i
+    }
+
+    /// Ends the node at `i`: every node recorded since is inside it.
+    pub(crate) fn close(&mut self, i: usize) {
+        if let Some(e) = self.end.get_mut(i) {
+            *e = u32::try_from(self.pos.len()).unwrap_or(u32::MAX);
+        }
+    }
+
+    pub(crate) fn pos_at(&self, i: usize) -> Pos {
+        self.pos.get(i).copied().unwrap_or_default()
+    }
+
+    fn end_of(&self, i: usize) -> usize {
+        self.end
+            .get(i)
+            .map_or(i + 1, |&e| (e as usize).min(self.pos.len()).max(i + 1))
+    }
+
+    fn key_of(&self, i: usize) -> Option<&str> {
+        let (start, len) = *self.key.get(i)?;
+        if (start, len) == NO_KEY {
+            return None;
+        }
+        self.keys.get(start as usize..start as usize + len as usize)
+    }
+
+    /// The children of node `i`, in document order.
+    pub(crate) fn children(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
+        let end = self.end_of(i);
+        let mut c = i + 1;
+        std::iter::from_fn(move || {
+            if c >= end {
+                return None;
+            }
+            let here = c;
+            c = self.end_of(c);
+            Some(here)
+        })
+    }
+
+    /// Whether node `i` is the value of mapping key `key`.
+    pub(crate) fn key_is(&self, i: usize, key: &str) -> bool {
+        self.key_of(i) == Some(key)
+    }
+
+    /// The child of `i` with mapping key `key`: the last one, as a key given twice keeps its
+    /// later value.
+    pub(crate) fn child_by_key(&self, i: usize, key: &str) -> Option<usize> {
+        self.children(i)
+            .filter(|&c| self.key_of(c) == Some(key))
+            .last()
+    }
+
+    /// The deepest node on the way along `pointer` from `root` (`root` itself when the
+    /// pointer's first token is not found, or when there are no positions).
+    fn find(&self, root: u32, pointer: &str) -> u32 {
+        let mut at = root as usize;
+        if at >= self.pos.len() {
+            return root;
+        }
+        let Some(rest) = pointer.strip_prefix('/') else {
+            return root;
+        };
+        for token in rest.split('/') {
+            let token: std::borrow::Cow<'_, str> = if token.contains('~') {
+                token.replace("~1", "/").replace("~0", "~").into()
+            } else {
+                token.into()
+            };
+            let next = self.child_by_key(at, &token).or_else(|| {
+                let n: usize = token.parse().ok()?;
+                if token.len() > 1 && token.starts_with('0') {
+                    return None;
                 }
+                self.children(at)
+                    .nth(n)
+                    .filter(|&c| self.key_of(c).is_none())
+            });
+            match next {
+                Some(c) => at = c,
+                None => break,
             }
         }
+        u32::try_from(at).unwrap_or(root)
     }
 }
 
@@ -315,36 +426,28 @@ fn pos_of<T>(s: &Spanned<T>) -> Pos {
 
 fn flatten(
     node: Spanned<Node>,
-    pointer: &mut String,
-    positions: &mut HashMap<String, Pos>,
+    key: Option<&str>,
+    positions: &mut Positions,
     dups: &mut Vec<(String, Pos)>,
 ) -> Value {
-    positions.insert(pointer.clone(), pos_of(&node));
-    match node.value {
+    let me = positions.open(pos_of(&node), key);
+    let v = match node.value {
         Node::Null => Value::Null,
         Node::Bool(b) => Value::Bool(b),
         Node::Number(n) => Value::Number(n),
         Node::String(s) => Value::String(s),
         Node::Seq(items) => {
             let mut out = Vec::with_capacity(items.len());
-            for (i, item) in items.into_iter().enumerate() {
-                let len = pointer.len();
-                pointer.push('/');
-                pointer.push_str(&i.to_string());
-                out.push(flatten(item, pointer, positions, dups));
-                pointer.truncate(len);
+            for item in items {
+                out.push(flatten(item, None, positions, dups));
             }
             Value::Array(out)
         }
         Node::Map(entries) => {
             let mut out = Map::with_capacity(entries.len());
             for (key, value) in entries {
-                let len = pointer.len();
-                pointer.push('/');
-                pointer.push_str(&escape_pointer_token(&key));
                 let at = pos_of(&value);
-                let v = flatten(value, pointer, positions, dups);
-                pointer.truncate(len);
+                let v = flatten(value, Some(&key), positions, dups);
                 // Only reached in lenient mode: the strict parser refuses duplicates earlier.
                 // The later value wins, as in Go's JSON decoding that Kubernetes tools use.
                 if out.insert(key.clone(), v).is_some() {
@@ -353,7 +456,9 @@ fn flatten(
             }
             Value::Object(out)
         }
-    }
+    };
+    positions.close(me);
+    v
 }
 
 /// Limits against hostile input. Generous enough for the multi-MiB CRDs real operators ship
@@ -443,7 +548,7 @@ fn parse_fast(
             value: t.value,
             file: file.clone(),
             positions: Arc::new(t.positions),
-            prefix: String::new(),
+            root: 0,
         })
         .collect();
     Ok((docs, dups))
@@ -492,13 +597,13 @@ fn parse_stream_with(
         .into_iter()
         .filter(|n| !matches!(n.value, Node::Null))
         .map(|node| {
-            let mut positions = HashMap::new();
-            let value = flatten(node, &mut String::new(), &mut positions, &mut dups);
+            let mut positions = Positions::default();
+            let value = flatten(node, None, &mut positions, &mut dups);
             Document {
                 value,
                 file: file.clone(),
                 positions: Arc::new(positions),
-                prefix: String::new(),
+                root: 0,
             }
         })
         .collect();

@@ -4,25 +4,26 @@
 //! resolved exactly as serde-saphyr's untyped path does with opship's options (YAML 1.1
 //! booleans, legacy octal); a differential test over the corpus holds the two paths together.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use granit_parser::{Event, Parser, ScalarStyle, Span, Tag};
+use granit_parser::{Event, Options, Parser, ScalarStyle, Span, Tag};
 use serde_json::{Map, Number, Value};
 
 use crate::error::{Error, Result};
-use crate::yaml::{DuplicateKey, Origin, Pos, escape_pointer_token};
+use crate::yaml::{DuplicateKey, Origin, Pos, Positions};
 
 /// Limits, the same as the serde path's budget.
 const MAX_DEPTH: usize = 512;
 const MAX_ALIASES: usize = 10_000;
 const MAX_ANCHORS: usize = 10_000;
 
-/// One parsed document: value, positions by JSON pointer.
+/// One parsed document: value, positions of its nodes.
 pub(crate) struct Tree {
     pub value: Value,
-    pub positions: HashMap<String, Pos>,
+    pub positions: Positions,
 }
 
 /// An anchored node kept for aliases: its value and its size in nodes.
@@ -47,10 +48,8 @@ enum Kind {
 struct Frame {
     kind: Kind,
     anchor: usize,
-    /// Length of the pointer before this collection's own token.
-    base: usize,
-    /// Index into the positions list where this collection's entries start.
-    first_pos: usize,
+    /// This collection's index in the positions.
+    idx: usize,
     /// Node count when it opened.
     first_node: usize,
     at: Pos,
@@ -59,9 +58,8 @@ struct Frame {
 struct Builder<'f> {
     file: &'f Path,
     lenient: bool,
-    pointer: String,
-    /// (pointer, position) of every node of the current document, in document order.
-    positions: Vec<(String, Pos)>,
+    /// Every node of the current document, in document order.
+    positions: Positions,
     stack: Vec<Frame>,
     anchors: HashMap<usize, Anchored>,
     dups: Vec<(String, Pos)>,
@@ -88,16 +86,27 @@ impl Builder<'_> {
         }
     }
 
-    /// The pointer token a new child of the innermost frame gets, or `None` for a map key.
-    fn child_token(&self) -> Option<String> {
+    /// Where a new node goes: `None` for a mapping key, else `Some` of the key it is the
+    /// value of (`None` inside: a root or a sequence item).
+    fn slot(&self) -> Option<Option<&str>> {
         match self.stack.last().map(|f| &f.kind) {
-            None => Some(String::new()),
-            Some(Kind::Seq(items)) => Some(format!("/{}", items.len())),
+            None | Some(Kind::Seq(_)) => Some(None),
             Some(Kind::Map {
                 key: Some((k, _)), ..
-            }) => Some(format!("/{}", escape_pointer_token(k))),
+            }) => Some(Some(k.as_str())),
             Some(Kind::Map { key: None, .. }) => None,
         }
+    }
+
+    /// Records a new node (not a key) starting at `at`; returns its index.
+    fn open(&mut self, at: Pos) -> usize {
+        let key = match self.stack.last().map(|f| &f.kind) {
+            Some(Kind::Map {
+                key: Some((k, _)), ..
+            }) => Some(k.as_str()),
+            _ => None,
+        };
+        self.positions.open(at, key)
     }
 
     fn count(&mut self, n: usize, at: Pos) -> Result<()> {
@@ -139,11 +148,20 @@ impl Builder<'_> {
                         merges.push((value, at));
                         return Ok(None);
                     }
-                    if map.insert(k.clone(), value).is_some() {
-                        if !self.lenient {
-                            return Err(self.error(key_at, format!("duplicate mapping key: {k}")));
+                    match map.entry(k) {
+                        serde_json::map::Entry::Vacant(e) => {
+                            e.insert(value);
                         }
-                        self.dups.push((k, at));
+                        serde_json::map::Entry::Occupied(mut e) => {
+                            let k = e.key().clone();
+                            if !self.lenient {
+                                return Err(
+                                    self.error(key_at, format!("duplicate mapping key: {k}"))
+                                );
+                            }
+                            e.insert(value);
+                            self.dups.push((k, at));
+                        }
                     }
                     Ok(None)
                 }
@@ -169,31 +187,25 @@ impl Builder<'_> {
         Ok(())
     }
 
-    /// Records `at` as the position of `value` (at the current pointer) and of everything in
-    /// it: nodes that came through an alias or a merge are placed where the alias is, as the
-    /// serde path does.
-    fn place_all(&mut self, value: &Value, at: Pos) {
-        self.positions.push((self.pointer.clone(), at));
+    /// Records `at` as the position of `value` (under `key`) and of everything in it: nodes
+    /// that came through an alias or a merge are placed where the alias is, as the serde path
+    /// does.
+    fn place_all(&mut self, value: &Value, key: Option<&str>, at: Pos) {
+        let me = self.positions.open(at, key);
         match value {
             Value::Object(m) => {
                 for (k, v) in m {
-                    let len = self.pointer.len();
-                    self.pointer.push('/');
-                    self.pointer.push_str(&escape_pointer_token(k));
-                    self.place_all(v, at);
-                    self.pointer.truncate(len);
+                    self.place_all(v, Some(k), at);
                 }
             }
             Value::Array(a) => {
-                for (i, v) in a.iter().enumerate() {
-                    let len = self.pointer.len();
-                    self.pointer.push_str(&format!("/{i}"));
-                    self.place_all(v, at);
-                    self.pointer.truncate(len);
+                for v in a {
+                    self.place_all(v, None, at);
                 }
             }
             _ => {}
         }
+        self.positions.close(me);
     }
 
     /// Applies `<<` merges to a finished mapping at the current pointer: keys from the merged
@@ -202,7 +214,7 @@ impl Builder<'_> {
         &mut self,
         map: &mut Map<String, Value>,
         merges: Vec<(Value, Pos)>,
-        first_pos: usize,
+        idx: usize,
         at: Pos,
     ) -> Result<()> {
         let bad = "a merge key (<<) takes a mapping or a list of mappings";
@@ -215,11 +227,12 @@ impl Builder<'_> {
                         let Value::Object(o) = item else {
                             return Err(self.error(at, bad));
                         };
-                        let want = format!("{}/<</{i}", self.pointer);
-                        let item_at = self.positions[first_pos..]
-                            .iter()
-                            .find(|(p, _)| *p == want)
-                            .map_or(m_at, |(_, p)| *p);
+                        let item_at = self
+                            .positions
+                            .children(idx)
+                            .filter(|&c| self.positions.key_is(c, "<<"))
+                            .find_map(|c| self.positions.children(c).nth(i))
+                            .map_or(m_at, |c| self.positions.pos_at(c));
                         sources.push((o, item_at));
                     }
                 }
@@ -229,11 +242,7 @@ impl Builder<'_> {
         for (src, src_at) in sources {
             for (k, v) in src {
                 if !map.contains_key(&k) {
-                    let len = self.pointer.len();
-                    self.pointer.push('/');
-                    self.pointer.push_str(&escape_pointer_token(&k));
-                    self.place_all(&v, src_at);
-                    self.pointer.truncate(len);
+                    self.place_all(&v, Some(&k), src_at);
                     map.insert(k, v);
                 }
             }
@@ -247,35 +256,39 @@ fn is_core(tag: &Tag, suffix: &str) -> bool {
 }
 
 /// Resolves a scalar as serde-saphyr's `deserialize_any` does under opship's options.
-fn scalar(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> std::result::Result<Value, String> {
+fn scalar(
+    text: Cow<'_, str>,
+    style: ScalarStyle,
+    tag: Option<&Tag>,
+) -> std::result::Result<Value, String> {
     if let Some(tag) = tag {
         if is_core(tag, "str")
             || is_core(tag, "binary")
             || (tag.handle() == "!" && tag.suffix().is_empty())
         {
-            return Ok(Value::String(text.to_owned()));
+            return Ok(Value::String(text.into_owned()));
         }
         if is_core(tag, "null") {
             return Ok(Value::Null);
         }
         if is_core(tag, "bool") {
-            return bool11(text)
+            return bool11(&text)
                 .map(Value::Bool)
                 .ok_or_else(|| format!("invalid boolean `{text}`"));
         }
         if is_core(tag, "int") {
-            return int(text).ok_or_else(|| format!("invalid integer `{text}`"));
+            return int(&text).ok_or_else(|| format!("invalid integer `{text}`"));
         }
         if is_core(tag, "float") {
-            return float(text)
+            return float(&text)
                 .ok_or_else(|| format!("invalid floating point `{text}`"))?
                 .map_err(str::to_owned);
         }
     }
     if style != ScalarStyle::Plain {
-        return Ok(Value::String(text.to_owned()));
+        return Ok(Value::String(text.into_owned()));
     }
-    if matches!(text, "" | "~" | "null" | "Null" | "NULL") {
+    if matches!(&*text, "" | "~" | "null" | "Null" | "NULL") {
         return Ok(Value::Null);
     }
     // Fast exit: every non-string plain scalar starts with one of these.
@@ -299,17 +312,17 @@ fn scalar(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> std::result::Res
             | b'o'
             | b'O'
     ) {
-        return Ok(Value::String(text.to_owned()));
+        return Ok(Value::String(text.into_owned()));
     }
-    if let Some(b) = bool11(text) {
+    if let Some(b) = bool11(&text) {
         return Ok(Value::Bool(b));
     }
-    let t = trim(text);
+    let t = trim(&text);
     let unsigned = t.strip_prefix(['+', '-']).unwrap_or(t);
     let upper_radix = matches!(unsigned.as_bytes(), [b'0', b'X' | b'O' | b'B', ..]);
     let signed_nan = t.len() != unsigned.len() && matches!(unsigned, ".nan" | ".NaN" | ".NAN");
     if upper_radix || signed_nan {
-        return Ok(Value::String(text.to_owned()));
+        return Ok(Value::String(text.into_owned()));
     }
     if let Some(v) = int(t) {
         return Ok(v);
@@ -317,7 +330,7 @@ fn scalar(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> std::result::Res
     match float(t) {
         Some(Ok(v)) => Ok(v),
         Some(Err(e)) => Err(e.to_owned()),
-        None => Ok(Value::String(text.to_owned())),
+        None => Ok(Value::String(text.into_owned())),
     }
 }
 
@@ -433,8 +446,7 @@ pub(crate) fn parse(
     let mut b = Builder {
         file,
         lenient,
-        pointer: String::new(),
-        positions: Vec::new(),
+        positions: Positions::default(),
         stack: Vec::new(),
         anchors: HashMap::new(),
         dups: Vec::new(),
@@ -444,7 +456,11 @@ pub(crate) fn parse(
     };
     let mut docs = Vec::new();
     let mut root: Option<Value> = None;
-    for ev in Parser::new_from_str(text) {
+    // Comments are not kept in the trees; without them the parser skips the work of
+    // attaching each one to a node (a fifth of its time on commented CRDs).
+    let mut options = Options::default();
+    options.emit_comments = false;
+    for ev in Parser::new_from_str_with_options(text, options) {
         let (ev, span) = ev.map_err(|e| {
             let m = e.marker();
             b.error(
@@ -463,7 +479,7 @@ pub(crate) fn parse(
             | Event::UnresolvedAlias(_) => {}
             #[allow(unreachable_patterns)]
             Event::DocumentStart(..) => {
-                b.positions.clear();
+                b.positions = Positions::default();
                 b.anchors.clear();
                 root = None;
             }
@@ -473,31 +489,34 @@ pub(crate) fn parse(
                 {
                     docs.push(Tree {
                         value: v,
-                        positions: b.positions.drain(..).collect(),
+                        positions: std::mem::take(&mut b.positions),
                     });
                 }
             }
             Event::Scalar(text, style, anchor, tag) => {
                 b.count(1, at)?;
-                let is_key = b.child_token().is_none();
-                let v = match scalar(&text, style, tag.as_deref()) {
-                    Ok(v) => v,
-                    // A key is only ever used as text.
-                    Err(_) if is_key => Value::String(text.to_string()),
-                    Err(e) => return Err(b.error(at, e)),
-                };
-                match b.child_token() {
-                    Some(tok) => {
-                        let len = b.pointer.len();
-                        b.pointer.push_str(&tok);
-                        b.positions.push((b.pointer.clone(), at));
+                let is_key = b.slot().is_none();
+                if !is_key {
+                    let v = scalar(text, style, tag.as_deref()).map_err(|e| b.error(at, e))?;
+                    let i = b.open(at);
+                    b.positions.close(i);
+                    b.record_anchor(anchor, &v, 1)?;
+                    if let Some(r) = b.attach(v, at)? {
+                        root = Some(r);
+                    }
+                    continue;
+                }
+                // A key is only ever used as text.
+                let v = scalar(text.clone(), style, tag.as_deref())
+                    .unwrap_or_else(|_| Value::String(text.to_string()));
+                match is_key {
+                    false => {
                         b.record_anchor(anchor, &v, 1)?;
-                        b.pointer.truncate(len);
                         if let Some(r) = b.attach(v, at)? {
                             root = Some(r);
                         }
                     }
-                    None => {
+                    true => {
                         // A key: resolved like any scalar, then spelled as its text.
                         let key = match (&v, style) {
                             (Value::String(_), _) => v,
@@ -522,13 +541,10 @@ pub(crate) fn parse(
                 if b.stack.len() >= MAX_DEPTH {
                     return Err(b.error(at, format!("nesting deeper than {MAX_DEPTH} levels")));
                 }
-                let Some(tok) = b.child_token() else {
+                if b.slot().is_none() {
                     return Err(b.error(at, "mapping keys must be scalars"));
-                };
-                let base = b.pointer.len();
-                b.pointer.push_str(&tok);
-                let first_pos = b.positions.len();
-                b.positions.push((b.pointer.clone(), at));
+                }
+                let idx = b.open(at);
                 let kind = if is_seq {
                     Kind::Seq(Vec::new())
                 } else {
@@ -541,8 +557,7 @@ pub(crate) fn parse(
                 b.stack.push(Frame {
                     kind,
                     anchor,
-                    base,
-                    first_pos,
+                    idx,
                     first_node: b.nodes,
                     at,
                 });
@@ -558,13 +573,13 @@ pub(crate) fn parse(
                         mut map, merges, ..
                     } => {
                         if !merges.is_empty() {
-                            b.merge(&mut map, merges, frame.first_pos, at)?;
+                            b.merge(&mut map, merges, frame.idx, at)?;
                         }
                         Value::Object(map)
                     }
                 };
+                b.positions.close(frame.idx);
                 b.record_anchor(frame.anchor, &value, b.nodes - frame.first_node)?;
-                b.pointer.truncate(frame.base);
                 if let Some(r) = b.attach(value, frame.at)? {
                     root = Some(r);
                 }
@@ -579,12 +594,10 @@ pub(crate) fn parse(
                 };
                 let (value, n) = (a.value.clone(), a.nodes);
                 b.count(n, at)?;
-                match b.child_token() {
-                    Some(tok) => {
-                        let len = b.pointer.len();
-                        b.pointer.push_str(&tok);
-                        b.place_all(&value, at);
-                        b.pointer.truncate(len);
+                match b.slot() {
+                    Some(key) => {
+                        let key = key.map(str::to_owned);
+                        b.place_all(&value, key.as_deref(), at);
                         if let Some(r) = b.attach(value, at)? {
                             root = Some(r);
                         }
