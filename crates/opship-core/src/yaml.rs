@@ -115,7 +115,7 @@ impl Document {
 /// (each node's extent and its key in its parent mapping), so that a JSON pointer can be
 /// looked up without one string per node. Parsing records a few bytes per node; looking a
 /// pointer up walks its tokens through the children of each level, which only findings do.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Positions {
     pos: Vec<Pos>,
     /// One past the index of each node's last descendant.
@@ -127,6 +127,8 @@ pub(crate) struct Positions {
 }
 
 const NO_KEY: (u32, u32) = (u32::MAX, 0);
+/// The key of an entry a rename dropped: matches no key and is no sequence item.
+const DROPPED: (u32, u32) = (u32::MAX, 1);
 
 impl Positions {
     /// Records a node that starts at `at` (the key it has in its parent mapping, if any) and
@@ -169,7 +171,7 @@ impl Positions {
 
     fn key_of(&self, i: usize) -> Option<&str> {
         let (start, len) = *self.key.get(i)?;
-        if (start, len) == NO_KEY {
+        if (start, len) == NO_KEY || (start, len) == DROPPED {
             return None;
         }
         self.keys.get(start as usize..start as usize + len as usize)
@@ -202,6 +204,45 @@ impl Positions {
             .last()
     }
 
+    /// Gives node `i` the mapping key `key` (a renamed entry).
+    fn set_key(&mut self, i: usize, key: &str) {
+        let start = self.keys.len();
+        self.keys.push_str(key);
+        if let Some(k) = self.key.get_mut(i) {
+            *k = (
+                u32::try_from(start).unwrap_or(u32::MAX),
+                u32::try_from(key.len()).unwrap_or(0),
+            );
+        }
+    }
+
+    /// Takes node `i` out of key lookups (an entry a rename dropped).
+    fn drop_key(&mut self, i: usize) {
+        if let Some(k) = self.key.get_mut(i) {
+            *k = DROPPED;
+        }
+    }
+
+    /// Whether the lookup of `pointer` from `root` ended at `at` because it found every token
+    /// (and not at an ancestor because a token was missing).
+    fn node_pointer_matches(&self, root: u32, pointer: &str, at: usize) -> bool {
+        let depth = pointer.strip_prefix('/').map_or(0, |rest| rest.split('/').count());
+        let mut steps = 0;
+        let mut i = root as usize;
+        if at >= self.pos.len() {
+            return false;
+        }
+        // Walk down from the root towards `at` through the children that contain it.
+        while i != at {
+            let Some(c) = self.children(i).find(|&c| c <= at && at < self.end_of(c)) else {
+                return false;
+            };
+            i = c;
+            steps += 1;
+        }
+        steps == depth
+    }
+
     /// The deepest node on the way along `pointer` from `root` (`root` itself when the
     /// pointer's first token is not found, or when there are no positions).
     fn find(&self, root: u32, pointer: &str) -> u32 {
@@ -225,7 +266,7 @@ impl Positions {
                 }
                 self.children(at)
                     .nth(n)
-                    .filter(|&c| self.key_of(c).is_none())
+                    .filter(|&c| self.key.get(c) == Some(&NO_KEY))
             });
             match next {
                 Some(c) => at = c,
@@ -262,28 +303,23 @@ impl Document {
             }
         }
         *map = renamed;
-        let base = format!("{}{parent}/", self.prefix);
-        let old_ptr = format!("{base}{}", escape_pointer_token(from));
-        let new_ptr = format!("{base}{}", escape_pointer_token(to));
-        let under = |p: &str, root: &str| {
-            p.strip_prefix(root)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-        };
         let from_wins = !clash || replace;
         let positions = Arc::make_mut(&mut self.positions);
-        let moved: Vec<(String, Pos)> = positions
-            .iter()
-            .filter(|(p, _)| under(p, &old_ptr) || under(p, &new_ptr))
-            .map(|(p, pos)| (p.clone(), *pos))
-            .collect();
-        for (p, _) in &moved {
-            positions.remove(p);
-        }
-        for (p, pos) in moved {
-            if from_wins && under(&p, &old_ptr) {
-                positions.insert(format!("{new_ptr}{}", &p[old_ptr.len()..]), pos);
-            } else if !from_wins && under(&p, &new_ptr) {
-                positions.insert(p, pos);
+        let at = positions.find(self.root, parent) as usize;
+        // The table only knows the mapping when the lookup reached it (not its nearest
+        // ancestor): then its children with either key are relabelled or dropped.
+        if positions.node_pointer_matches(self.root, parent, at) {
+            let children: Vec<usize> = positions.children(at).collect();
+            for c in children {
+                if positions.key_is(c, from) {
+                    if from_wins {
+                        positions.set_key(c, to);
+                    } else {
+                        positions.drop_key(c);
+                    }
+                } else if positions.key_is(c, to) && from_wins && clash {
+                    positions.drop_key(c);
+                }
             }
         }
         true
