@@ -226,7 +226,9 @@ impl Positions {
     /// Whether the lookup of `pointer` from `root` ended at `at` because it found every token
     /// (and not at an ancestor because a token was missing).
     fn node_pointer_matches(&self, root: u32, pointer: &str, at: usize) -> bool {
-        let depth = pointer.strip_prefix('/').map_or(0, |rest| rest.split('/').count());
+        let depth = pointer
+            .strip_prefix('/')
+            .map_or(0, |rest| rest.split('/').count());
         let mut steps = 0;
         let mut i = root as usize;
         if at >= self.pos.len() {

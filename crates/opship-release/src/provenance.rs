@@ -32,11 +32,7 @@ pub(crate) fn source(dir: &Path) -> Option<Source> {
         Some(u) if u.contains("://") => format!("git+{u}"),
         // scp-like `git@host:path`.
         Some(u) => match u.split_once(':') {
-            Some((host, path)) => format!(
-                "git+ssh://{}/{}",
-                host,
-                path.trim_start_matches('/')
-            ),
+            Some((host, path)) => format!("git+ssh://{}/{}", host, path.trim_start_matches('/')),
             None => format!("git+file://{u}"),
         },
         None => format!("git+file://{}", git(&["rev-parse", "--show-toplevel"])?),
@@ -55,8 +51,9 @@ pub(crate) fn inputs(
             .display()
             .to_string()
     };
-    let mut inputs =
-        vec![Resource::file(&rel(&plan.project.path), &plan.project.path).map_err(|e| e.to_string())?];
+    let mut inputs = vec![
+        Resource::file(&rel(&plan.project.path), &plan.project.path).map_err(|e| e.to_string())?,
+    ];
     let bundle_dir = rel(&plan.bundle_dir);
     inputs.extend(bundle_files.iter().map(|(name, bytes)| Resource {
         name: format!("{bundle_dir}/{name}"),

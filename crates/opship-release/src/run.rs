@@ -63,11 +63,9 @@ pub(crate) fn release(
     let provenance = match &plan.registry {
         Some(_) => Some((
             crate::provenance::source(&plan.project.root),
-            crate::provenance::inputs(&plan, &staged.bundle_files).map_err(|e| {
-                Error::Staging {
-                    what: "provenance".into(),
-                    message: e,
-                }
+            crate::provenance::inputs(&plan, &staged.bundle_files).map_err(|e| Error::Staging {
+                what: "provenance".into(),
+                message: e,
             })?,
         )),
         None => None,
@@ -226,12 +224,21 @@ impl Runner<'_> {
         };
         let mut inputs = inputs.clone();
         inputs.extend(extra);
-        let provenance =
-            crate::provenance::of(&self.plan, source.as_ref(), inputs, artifact, &subject.digest)
-                .map_err(Self::check_err(&id))?;
+        let provenance = crate::provenance::of(
+            &self.plan,
+            source.as_ref(),
+            inputs,
+            artifact,
+            &subject.digest,
+        )
+        .map_err(Self::check_err(&id))?;
         let file = self.plan.provenance_dir().join(format!(
             "{}.slsa.json",
-            subject.attestation_reference().rsplit(':').next().unwrap_or_default()
+            subject
+                .attestation_reference()
+                .rsplit(':')
+                .next()
+                .unwrap_or_default()
         ));
         let mut step = Step {
             id: id.clone(),
@@ -266,8 +273,8 @@ impl Runner<'_> {
             _ => {}
         }
         self.execute(step, |r| {
-            let mut bytes = serde_json::to_vec_pretty(&provenance.to_value())
-                .map_err(|e| e.to_string())?;
+            let mut bytes =
+                serde_json::to_vec_pretty(&provenance.to_value()).map_err(|e| e.to_string())?;
             bytes.push(b'\n');
             std::fs::create_dir_all(r.plan.provenance_dir())
                 .map_err(|e| format!("{}: {e}", s(&r.plan.provenance_dir())))?;
@@ -726,10 +733,7 @@ impl Runner<'_> {
                 )?;
                 if let Some(remote) = &target.remote {
                     let bundle = Resource {
-                        name: image_name(
-                            &self.plan.bundle_repo,
-                            &self.plan.remote_tag,
-                        ),
+                        name: image_name(&self.plan.bundle_repo, &self.plan.remote_tag),
                         digest: Digest::parse(bundle_digest)
                             .map_err(|e| Self::check_err("attest-catalog")(e.to_string()))?,
                     };
@@ -968,7 +972,10 @@ impl Runner<'_> {
 /// `NAME:TAG` of an image in `repository`: its last path segment, which names it the same in
 /// every registry (the provenance does not depend on where the release went).
 fn image_name(repository: &str, tag: &str) -> String {
-    format!("{}:{tag}", repository.rsplit('/').next().unwrap_or(repository))
+    format!(
+        "{}:{tag}",
+        repository.rsplit('/').next().unwrap_or(repository)
+    )
 }
 
 /// Writes `image` under `tag` into the layout `dir` (blobs first, `index.json` last).
