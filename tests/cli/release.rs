@@ -547,6 +547,9 @@ fn dry_run_changes_no_file_and_nothing_in_the_registry() {
         "bundle/.opship/cosign.key".to_owned(),
         "bundle/index/memcached-operator".to_owned(),
         "bundle/dist/charts/memcached-operator-0.1.0.tgz".to_owned(),
+        "attest --key bundle/.opship/cosign.key --password-file bundle/.opship/cosign.password \
+         --type slsaprovenance1 --predicate bundle/dist/provenance/"
+            .to_owned(),
     ] {
         assert!(
             r.stdout.contains(&expected),
@@ -573,6 +576,12 @@ fn dry_run_changes_no_file_and_nothing_in_the_registry() {
     assert_eq!(plan["dryRun"], true);
     assert_eq!(status_of(&plan, "push-bundle"), "planned", "{plan}");
     assert_eq!(status_of(&plan, "sign"), "planned", "{plan}");
+    assert_eq!(status_of(&plan, "attest"), "planned", "{plan}");
+    assert_eq!(
+        status_of(&plan, "attest-catalog:bundle/index"),
+        "planned",
+        "{plan}"
+    );
     assert!(
         plan["bundle"]["digest"]
             .as_str()
@@ -598,6 +607,8 @@ fn dry_run_changes_no_file_and_nothing_in_the_registry() {
         "push-bundle",
         "sign",
         "catalog-add:bundle/index",
+        "attest",
+        "attest-catalog:bundle/index",
         "chart-package",
     ] {
         assert_eq!(status_of(&plan, id), "done", "{id}: {plan}");
@@ -901,6 +912,8 @@ fn events_jsonl_report_each_step_of_a_release_and_of_its_rerun() {
         "push-bundle",
         "sign",
         "sign-catalog:bundle/index",
+        "attest",
+        "attest-catalog:bundle/index",
         "sign-chart",
     ] {
         assert!(
@@ -908,6 +921,27 @@ fn events_jsonl_report_each_step_of_a_release_and_of_its_rerun() {
             "{id}: {steps:?}"
         );
     }
+    // Step events carry the command line that does the same by hand.
+    let attest = ev
+        .iter()
+        .find(|e| e["event"] == "finish" && e["step"] == "attest")
+        .unwrap();
+    let command: Vec<&str> = attest["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(command[..4], ["opship", "-c", "bundle/opship.yaml", "attest"], "{attest}");
+    assert!(
+        command.windows(2).any(|w| w == ["--type", "slsaprovenance1"])
+            && command.contains(&"--predicate")
+            && command.last().unwrap().ends_with(&format!(
+                "memcached-operator-bundle@{}",
+                s["bundle"]["digest"].as_str().unwrap()
+            )),
+        "{attest}"
+    );
     // Finish events carry the digest the summary gives.
     let finish_build = ev
         .iter()
