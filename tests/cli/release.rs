@@ -932,9 +932,15 @@ fn events_jsonl_report_each_step_of_a_release_and_of_its_rerun() {
         .iter()
         .map(|a| a.as_str().unwrap())
         .collect();
-    assert_eq!(command[..4], ["opship", "-c", "bundle/opship.yaml", "attest"], "{attest}");
+    assert_eq!(
+        command[..4],
+        ["opship", "-c", "bundle/opship.yaml", "attest"],
+        "{attest}"
+    );
     assert!(
-        command.windows(2).any(|w| w == ["--type", "slsaprovenance1"])
+        command
+            .windows(2)
+            .any(|w| w == ["--type", "slsaprovenance1"])
             && command.contains(&"--predicate")
             && command.last().unwrap().ends_with(&format!(
                 "memcached-operator-bundle@{}",
@@ -1381,4 +1387,53 @@ fn layers_or_none(addr: &str, digest: &str) -> Option<usize> {
         &[("Accept", "application/vnd.oci.image.manifest.v1+json")],
     )?;
     (status == 200).then(|| json(&body)["layers"].as_array().unwrap().len())
+}
+
+#[test]
+fn release_reads_the_key_password_from_stdin() {
+    let reg = TestRegistry::start(None);
+    let (tmp, _) = sample_copy();
+    let home = tempfile::tempdir().unwrap();
+    let ns = format!("{}/sample", reg.addr);
+    let prefix = tmp.path().join("ci");
+    ok(
+        crate::support_registry::run_stdin(
+            isolated(home.path())
+                .env_remove("COSIGN_PASSWORD")
+                .args(["key", "generate", "--password-stdin", "--output-key-prefix"])
+                .arg(&prefix),
+            "s3cret\n",
+        ),
+        "key generate --password-stdin",
+    );
+    let key = tmp.path().join("ci.key");
+    let with_stdin = |password: &str| {
+        crate::support_registry::run_stdin(
+            isolated(home.path())
+                .current_dir(tmp.path())
+                .env_remove("COSIGN_PASSWORD")
+                .args(["-c", "bundle/opship.yaml", "release", "--version", "0.1.0"])
+                .args(["--registry", &ns, "--password-stdin", "-o", "json", "--key"])
+                .arg(&key),
+            password,
+        )
+    };
+    // A wrong password stops the release at the first signature; the right one finishes it.
+    let wrong = with_stdin("wrong\n");
+    assert_eq!(wrong.code, 2, "{}\n{}", wrong.stdout, wrong.stderr);
+    let s = json(&ok(with_stdin("s3cret\n"), "release --password-stdin").stdout);
+    for id in [
+        "sign",
+        "attest",
+        "sign-catalog:bundle/index",
+        "attest-catalog:bundle/index",
+    ] {
+        assert_eq!(status_of(&s, id), "ran", "{id}: {s}");
+    }
+    let bundle = format!(
+        "{ns}/memcached-operator-bundle@{}",
+        s["bundle"]["digest"].as_str().unwrap()
+    );
+    let public = tmp.path().join("ci.pub");
+    cosign_provenance(2, home.path(), &public, &bundle);
 }
