@@ -938,7 +938,6 @@ mod tests {
         assert!(parse_plain("quay.io/ns/op:v1").is_some());
         assert!(fast > 400, "{fast}");
     }
-    use super::*;
 
     #[test]
     fn loopback() {
