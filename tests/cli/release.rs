@@ -1412,6 +1412,7 @@ fn release_reads_the_key_password_from_stdin() {
             isolated(home.path())
                 .current_dir(tmp.path())
                 .env_remove("COSIGN_PASSWORD")
+                .env("SOURCE_DATE_EPOCH", "1700000000")
                 .args(["-c", "bundle/opship.yaml", "release", "--version", "0.1.0"])
                 .args(["--registry", &ns, "--password-stdin", "-o", "json", "--key"])
                 .arg(&key),
@@ -1435,5 +1436,11 @@ fn release_reads_the_key_password_from_stdin() {
         s["bundle"]["digest"].as_str().unwrap()
     );
     let public = tmp.path().join("ci.pub");
-    cosign_provenance(2, home.path(), &public, &bundle);
+    let p = cosign_provenance(2, home.path(), &public, &bundle);
+    // SOURCE_DATE_EPOCH is the one time the provenance records.
+    assert_eq!(
+        p["runDetails"]["metadata"],
+        serde_json::json!({"startedOn": "2023-11-14T22:13:20Z", "finishedOn": "2023-11-14T22:13:20Z"}),
+        "{p}"
+    );
 }

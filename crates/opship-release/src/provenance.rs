@@ -63,13 +63,15 @@ pub(crate) fn inputs(
 }
 
 /// The provenance of one image of the release: `artifact` (a registry-independent name: the
-/// image's last path segment and tag) with `digest`, from `inputs`.
+/// image's last path segment and tag) with `digest`, from `inputs`; start and finish at
+/// `source_date_epoch` when given (the release's `SOURCE_DATE_EPOCH`), else no time.
 pub(crate) fn of(
     plan: &Plan,
     source: Option<&Source>,
     inputs: Vec<Resource>,
     artifact: String,
     digest: &str,
+    source_date_epoch: Option<u64>,
 ) -> Result<Provenance, String> {
     let digest = Digest::parse(digest).map_err(|e| e.to_string())?;
     let parameters = [
@@ -87,7 +89,7 @@ pub(crate) fn of(
         inputs,
         parameters,
         builder_version: env!("CARGO_PKG_VERSION").into(),
-        ..Default::default()
-    }
-    .with_source_date_epoch())
+        started_on: source_date_epoch,
+        finished_on: source_date_epoch,
+    })
 }

@@ -30,6 +30,8 @@ struct Runner<'e> {
     signer: Signer,
     /// The provenance's source and inputs, with a registry (attestations are registry-only).
     provenance: Option<(Option<Source>, Vec<Resource>)>,
+    /// `SOURCE_DATE_EPOCH`: the provenance's build times.
+    source_date_epoch: Option<u64>,
     on_event: &'e mut dyn FnMut(&Event<'_>),
 }
 
@@ -72,6 +74,7 @@ pub(crate) fn release(
     };
     let mut r = Runner {
         provenance,
+        source_date_epoch: options.source_date_epoch,
         plan,
         rt,
         client,
@@ -230,6 +233,7 @@ impl Runner<'_> {
             inputs,
             artifact,
             &subject.digest,
+            self.source_date_epoch,
         )
         .map_err(Self::check_err(&id))?;
         let file = self.plan.provenance_dir().join(format!(
