@@ -250,6 +250,10 @@ pub struct ReleaseArgs {
     /// Cosign private key (default: `signing.key` of the config, else .opship/cosign.key).
     #[arg(long, env = "OPSHIP_SIGNING_KEY", value_name = "KEY")]
     pub key: Option<PathBuf>,
+    /// Read the key password from standard input (over COSIGN_PASSWORD; a
+    /// `signing.passwordFile` still comes first).
+    #[arg(long)]
+    pub password_stdin: bool,
     /// Allow plain HTTP to a non-loopback registry.
     #[arg(long)]
     pub insecure: bool,

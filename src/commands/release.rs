@@ -30,13 +30,17 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
         version: args.version.clone(),
         registry: args.registry.clone(),
         key: args.key.clone(),
-        password: std::env::var_os("COSIGN_PASSWORD")
-            .map(|p| {
-                p.into_string()
-                    .map(Zeroizing::new)
-                    .map_err(|_| "COSIGN_PASSWORD is not valid UTF-8")
-            })
-            .transpose()?,
+        password: if args.password_stdin {
+            Some(super::sign::password(true, None, false)?)
+        } else {
+            std::env::var_os("COSIGN_PASSWORD")
+                .map(|p| {
+                    p.into_string()
+                        .map(Zeroizing::new)
+                        .map_err(|_| "COSIGN_PASSWORD is not valid UTF-8")
+                })
+                .transpose()?
+        },
         insecure,
         dry_run: args.dry_run,
         registry_options: registry_options(insecure)?,

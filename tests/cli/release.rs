@@ -104,13 +104,14 @@ fn tags(addr: &str, repository: &str) -> Vec<String> {
     t
 }
 
-/// The tags of a repository that are not cosign signatures, and how many signature tags
-/// there are besides.
-fn release_tags(addr: &str, repository: &str) -> (Vec<String>, usize) {
-    let (sigs, rest): (Vec<String>, Vec<String>) = tags(addr, repository)
+/// The tags of a repository that are not cosign signatures or attestations, and how many
+/// signature (`.sig`) and attestation (`.att`) tags there are besides.
+fn release_tags(addr: &str, repository: &str) -> (Vec<String>, usize, usize) {
+    let (cosign, rest): (Vec<String>, Vec<String>) = tags(addr, repository)
         .into_iter()
-        .partition(|t| t.starts_with("sha256-") && t.ends_with(".sig"));
-    (rest, sigs.len())
+        .partition(|t| t.starts_with("sha256-") && (t.ends_with(".sig") || t.ends_with(".att")));
+    let atts = cosign.iter().filter(|t| t.ends_with(".att")).count();
+    (rest, cosign.len() - atts, atts)
 }
 
 /// Every manifest of every tag of the release's repositories: what a registry "holds".
@@ -471,11 +472,16 @@ fn a_release_interrupted_by_a_dead_registry_finishes_when_run_again() {
     assert_eq!(status_of(&s, "sign"), "ran", "{s}");
     assert_eq!(status_of(&s, "catalog-add:bundle/index"), "ran", "{s}");
 
-    // Exactly one set of artefacts: two releases' tags, one signature per image.
+    // Exactly one set of artefacts: two releases' tags, one signature and one provenance
+    // attestation per image.
     let digest = s["bundle"]["digest"].as_str().unwrap();
     let sig_tag = format!("sha256-{}.sig", digest.trim_start_matches("sha256:"));
     let bundle_tags = tags(&reg.addr, "sample/memcached-operator-bundle");
-    assert_eq!(bundle_tags.len(), 4, "{bundle_tags:?}");
+    assert_eq!(bundle_tags.len(), 6, "{bundle_tags:?}");
+    assert!(
+        bundle_tags.contains(&sig_tag.replace(".sig", ".att")),
+        "{bundle_tags:?}"
+    );
     assert!(
         bundle_tags.contains(&"v0.1.0".to_owned()) && bundle_tags.contains(&"v0.2.0".to_owned())
     );
@@ -483,11 +489,11 @@ fn a_release_interrupted_by_a_dead_registry_finishes_when_run_again() {
     // The catalog image and the chart of each release, each with its one `.sig`.
     assert_eq!(
         release_tags(&reg.addr, "sample/memcached-operator-catalog"),
-        (vec!["v0.1.0".to_owned(), "v0.2.0".to_owned()], 2)
+        (vec!["v0.1.0".to_owned(), "v0.2.0".to_owned()], 2, 2)
     );
     assert_eq!(
         release_tags(&reg.addr, "sample/memcached-operator"),
-        (vec!["0.1.0".to_owned(), "0.2.0".to_owned()], 2)
+        (vec!["0.1.0".to_owned(), "0.2.0".to_owned()], 2, 0)
     );
     let (_, sig) = http_get(
         &reg.addr,
@@ -541,6 +547,9 @@ fn dry_run_changes_no_file_and_nothing_in_the_registry() {
         "bundle/.opship/cosign.key".to_owned(),
         "bundle/index/memcached-operator".to_owned(),
         "bundle/dist/charts/memcached-operator-0.1.0.tgz".to_owned(),
+        "attest --key bundle/.opship/cosign.key --password-file bundle/.opship/cosign.password \
+         --type slsaprovenance1 --predicate bundle/dist/provenance/"
+            .to_owned(),
     ] {
         assert!(
             r.stdout.contains(&expected),
@@ -567,6 +576,12 @@ fn dry_run_changes_no_file_and_nothing_in_the_registry() {
     assert_eq!(plan["dryRun"], true);
     assert_eq!(status_of(&plan, "push-bundle"), "planned", "{plan}");
     assert_eq!(status_of(&plan, "sign"), "planned", "{plan}");
+    assert_eq!(status_of(&plan, "attest"), "planned", "{plan}");
+    assert_eq!(
+        status_of(&plan, "attest-catalog:bundle/index"),
+        "planned",
+        "{plan}"
+    );
     assert!(
         plan["bundle"]["digest"]
             .as_str()
@@ -592,6 +607,8 @@ fn dry_run_changes_no_file_and_nothing_in_the_registry() {
         "push-bundle",
         "sign",
         "catalog-add:bundle/index",
+        "attest",
+        "attest-catalog:bundle/index",
         "chart-package",
     ] {
         assert_eq!(status_of(&plan, id), "done", "{id}: {plan}");
@@ -711,7 +728,7 @@ fn a_release_that_fails_after_the_catalog_step_adds_no_second_entry_on_rerun() {
     assert_eq!(std::fs::read_to_string(&catalog).unwrap(), written);
     assert_eq!(
         release_tags(&reg.addr, "sample/memcached-operator-catalog"),
-        (vec!["v0.1.0".to_owned()], 1)
+        (vec!["v0.1.0".to_owned()], 1, 1)
     );
     let c = skopeo_inspect(&format!(
         "{}/sample/memcached-operator-catalog:v0.1.0",
@@ -895,6 +912,8 @@ fn events_jsonl_report_each_step_of_a_release_and_of_its_rerun() {
         "push-bundle",
         "sign",
         "sign-catalog:bundle/index",
+        "attest",
+        "attest-catalog:bundle/index",
         "sign-chart",
     ] {
         assert!(
@@ -902,6 +921,33 @@ fn events_jsonl_report_each_step_of_a_release_and_of_its_rerun() {
             "{id}: {steps:?}"
         );
     }
+    // Step events carry the command line that does the same by hand.
+    let attest = ev
+        .iter()
+        .find(|e| e["event"] == "finish" && e["step"] == "attest")
+        .unwrap();
+    let command: Vec<&str> = attest["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        command[..4],
+        ["opship", "-c", "bundle/opship.yaml", "attest"],
+        "{attest}"
+    );
+    assert!(
+        command
+            .windows(2)
+            .any(|w| w == ["--type", "slsaprovenance1"])
+            && command.contains(&"--predicate")
+            && command.last().unwrap().ends_with(&format!(
+                "memcached-operator-bundle@{}",
+                s["bundle"]["digest"].as_str().unwrap()
+            )),
+        "{attest}"
+    );
     // Finish events carry the digest the summary gives.
     let finish_build = ev
         .iter()
@@ -1099,4 +1145,302 @@ fn catalog_image_and_chart_are_signed_and_a_rerun_signs_only_what_lacks_a_signat
     );
     let r = cosign_verify("cosign3", &public, &catalog_ref);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+}
+
+/// `git` in `dir` with a fixed identity and dates (the same tree gives the same commit).
+fn git(dir: &Path, args: &[&str]) -> String {
+    require("git", "git");
+    let r = ok(
+        run(Command::new("git")
+            .current_dir(dir)
+            .env("GIT_AUTHOR_NAME", "Release Test")
+            .env("GIT_AUTHOR_EMAIL", "release@example.com")
+            .env("GIT_COMMITTER_NAME", "Release Test")
+            .env("GIT_COMMITTER_EMAIL", "release@example.com")
+            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", dir)
+            .args(args)),
+        &format!("git {args:?}"),
+    );
+    r.stdout.trim().to_owned()
+}
+
+/// A copy of the sample operator committed to a git repository whose `origin` is `origin`.
+fn committed_sample(origin: &str) -> (tempfile::TempDir, String) {
+    let (tmp, _) = sample_copy();
+    git(tmp.path(), &["init", "-q", "-b", "main"]);
+    git(tmp.path(), &["remote", "add", "origin", origin]);
+    git(tmp.path(), &["add", "-A"]);
+    git(tmp.path(), &["commit", "-q", "-m", "sample operator"]);
+    let head = git(tmp.path(), &["rev-parse", "HEAD"]);
+    (tmp, head)
+}
+
+/// `cosign2`/`cosign3 verify-attestation --type slsaprovenance1` with the offline flags: the
+/// predicate of the one attestation that verifies.
+fn cosign_provenance(major: u8, home: &Path, public: &Path, image: &str) -> serde_json::Value {
+    let name = format!("cosign{major}");
+    require(
+        &name,
+        "cosign (scripts/peers puts cosign2 and cosign3 on PATH)",
+    );
+    let r = ok(
+        run(Command::new(&name)
+            .env("HOME", home)
+            .env_remove("DOCKER_CONFIG")
+            .args(["verify-attestation", "--key"])
+            .arg(public)
+            .args([
+                "--type",
+                "slsaprovenance1",
+                "--insecure-ignore-tlog=true",
+                "--allow-insecure-registry",
+                image,
+            ])),
+        &format!("{name} verify-attestation --type slsaprovenance1 {image}"),
+    );
+    let envelopes: Vec<serde_json::Value> = r
+        .stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(json)
+        .collect();
+    assert_eq!(envelopes.len(), 1, "{}", r.stdout);
+    use base64::Engine as _;
+    let payload = base64::engine::general_purpose::STANDARD
+        .decode(envelopes[0]["payload"].as_str().unwrap())
+        .unwrap();
+    let statement: serde_json::Value = serde_json::from_slice(&payload).unwrap();
+    assert_eq!(
+        statement["predicateType"], "https://slsa.dev/provenance/v1",
+        "{statement}"
+    );
+    statement["predicate"].clone()
+}
+
+#[test]
+fn release_attests_slsa_provenance_that_cosign_verifies_and_a_rerun_keeps() {
+    let origin = "https://example.com/acme/memcached-operator.git";
+    let reg = TestRegistry::start(None);
+    let (tmp, head) = committed_sample(origin);
+    let home = tempfile::tempdir().unwrap();
+    let ns = format!("{}/sample", reg.addr);
+    let s = release_json(tmp.path(), home.path(), "0.1.0", &ns);
+    assert_eq!(status_of(&s, "attest"), "ran", "{s}");
+    assert_eq!(status_of(&s, "attest-catalog:bundle/index"), "ran", "{s}");
+    let bundle_digest = s["bundle"]["digest"].as_str().unwrap().to_owned();
+    let catalog_digest = s["catalogs"][0]["image"]["digest"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let public = tmp.path().join("bundle/.opship/cosign.pub");
+    let bundle_ref = format!("{ns}/memcached-operator-bundle@{bundle_digest}");
+    let catalog_ref = format!("{ns}/memcached-operator-catalog@{catalog_digest}");
+
+    // Real cosign 2 and 3 accept both attestations; the predicate says what was built, from
+    // which commit and inputs, by which opship.
+    for major in [2, 3] {
+        let p = cosign_provenance(major, home.path(), &public, &bundle_ref);
+        let external = &p["buildDefinition"]["externalParameters"];
+        assert_eq!(
+            external["artifacts"][0]["name"], "memcached-operator-bundle:v0.1.0",
+            "{p}"
+        );
+        assert_eq!(
+            external["artifacts"][0]["digest"]["sha256"],
+            bundle_digest.trim_start_matches("sha256:"),
+            "{p}"
+        );
+        assert_eq!(external["source"]["uri"], format!("git+{origin}"), "{p}");
+        assert_eq!(external["source"]["digest"]["gitCommit"], head, "{p}");
+        assert_eq!(external["parameters"]["version"], "0.1.0", "{p}");
+        let deps = p["buildDefinition"]["resolvedDependencies"]
+            .as_array()
+            .unwrap();
+        let config = std::fs::read(tmp.path().join("bundle/opship.yaml")).unwrap();
+        assert!(
+            deps.iter().any(|d| d["name"] == "opship.yaml"
+                && d["digest"]["sha256"] == opship_core::image::Digest::of(&config).hex()),
+            "{p}"
+        );
+        assert!(
+            deps.iter().any(|d| d["name"]
+                .as_str()
+                .unwrap_or("")
+                .ends_with(".clusterserviceversion.yaml")),
+            "{p}"
+        );
+        assert_eq!(
+            p["runDetails"]["builder"]["version"]["opship"],
+            env!("CARGO_PKG_VERSION"),
+            "{p}"
+        );
+        let c = cosign_provenance(major, home.path(), &public, &catalog_ref);
+        let external = &c["buildDefinition"]["externalParameters"];
+        assert_eq!(
+            external["artifacts"][0]["digest"]["sha256"],
+            catalog_digest.trim_start_matches("sha256:"),
+            "{c}"
+        );
+        assert!(
+            c["buildDefinition"]["resolvedDependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|d| d["digest"]["sha256"] == bundle_digest.trim_start_matches("sha256:")),
+            "the catalog's provenance names the bundle image it holds: {c}"
+        );
+    }
+    // The predicate file the step command names is the predicate attested.
+    let att_tag = |d: &str| format!("sha256-{}.att", d.trim_start_matches("sha256:"));
+    let file = tmp.path().join(format!(
+        "bundle/dist/provenance/{}.slsa.json",
+        att_tag(&bundle_digest)
+    ));
+    let written: serde_json::Value = json(&std::fs::read_to_string(&file).unwrap());
+    assert_eq!(
+        written,
+        cosign_provenance(2, home.path(), &public, &bundle_ref)
+    );
+
+    // A re-run recognises both attestations: no new layer.
+    let layers = |repo: &str, d: &str| {
+        let (_, body) = http_get(
+            &reg.addr,
+            &format!("/v2/sample/{repo}/manifests/{}", att_tag(d)),
+            &[("Accept", "application/vnd.oci.image.manifest.v1+json")],
+        )
+        .unwrap();
+        json(&body)["layers"].as_array().unwrap().len()
+    };
+    assert_eq!(layers("memcached-operator-bundle", &bundle_digest), 1);
+    assert_eq!(layers("memcached-operator-catalog", &catalog_digest), 1);
+    let again = release_json(tmp.path(), home.path(), "0.1.0", &ns);
+    assert_eq!(status_of(&again, "attest"), "done", "{again}");
+    assert_eq!(
+        status_of(&again, "attest-catalog:bundle/index"),
+        "done",
+        "{again}"
+    );
+    assert_eq!(layers("memcached-operator-bundle", &bundle_digest), 1);
+    assert_eq!(layers("memcached-operator-catalog", &catalog_digest), 1);
+
+    // The same commit released again from another checkout (another key) into a fresh
+    // registry at the same address: the same images, the same predicate digests.
+    let step_digest = |s: &serde_json::Value, id: &str| {
+        s["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|st| st["id"] == id)
+            .unwrap()["digest"]
+            .clone()
+    };
+    let (tmp2, head2) = committed_sample(origin);
+    assert_eq!(head2, head);
+    let home2 = tempfile::tempdir().unwrap();
+    let mut reg = reg;
+    reg.restart_empty();
+    assert_eq!(layers_or_none(&reg.addr, &bundle_digest), None);
+    let s2 = release_json(tmp2.path(), home2.path(), "0.1.0", &ns);
+    assert_eq!(s2["catalogs"][0]["image"]["digest"], catalog_digest, "{s2}");
+    for id in ["attest", "attest-catalog:bundle/index"] {
+        assert_eq!(status_of(&s2, id), "ran", "{s2}");
+        assert!(step_digest(&s, id).is_string(), "{s}");
+        assert_eq!(step_digest(&s, id), step_digest(&s2, id), "{id}");
+    }
+    let public2 = tmp2.path().join("bundle/.opship/cosign.pub");
+    for image in [&bundle_ref, &catalog_ref] {
+        let p2 = cosign_provenance(2, home2.path(), &public2, image);
+        let p1 = json(
+            &std::fs::read_to_string(tmp.path().join(format!(
+                "bundle/dist/provenance/{}.slsa.json",
+                att_tag(image.rsplit('@').next().unwrap())
+            )))
+            .unwrap(),
+        );
+        assert_eq!(p2, p1, "{image}");
+    }
+
+    // The bundle's provenance does not depend on the registry it went to either.
+    let other = TestRegistry::start(None);
+    let tmp3 = committed_sample(origin).0;
+    let s3 = release_json(
+        tmp3.path(),
+        home2.path(),
+        "0.1.0",
+        &format!("{}/elsewhere", other.addr),
+    );
+    assert_eq!(step_digest(&s3, "attest"), step_digest(&s, "attest"));
+}
+
+/// The number of layers of the bundle's `.att` manifest, `None` without one.
+fn layers_or_none(addr: &str, digest: &str) -> Option<usize> {
+    let (status, body) = http_get(
+        addr,
+        &format!(
+            "/v2/sample/memcached-operator-bundle/manifests/sha256-{}.att",
+            digest.trim_start_matches("sha256:")
+        ),
+        &[("Accept", "application/vnd.oci.image.manifest.v1+json")],
+    )?;
+    (status == 200).then(|| json(&body)["layers"].as_array().unwrap().len())
+}
+
+#[test]
+fn release_reads_the_key_password_from_stdin() {
+    let reg = TestRegistry::start(None);
+    let (tmp, _) = sample_copy();
+    let home = tempfile::tempdir().unwrap();
+    let ns = format!("{}/sample", reg.addr);
+    let prefix = tmp.path().join("ci");
+    ok(
+        crate::support_registry::run_stdin(
+            isolated(home.path())
+                .env_remove("COSIGN_PASSWORD")
+                .args(["key", "generate", "--password-stdin", "--output-key-prefix"])
+                .arg(&prefix),
+            "s3cret\n",
+        ),
+        "key generate --password-stdin",
+    );
+    let key = tmp.path().join("ci.key");
+    let with_stdin = |password: &str| {
+        crate::support_registry::run_stdin(
+            isolated(home.path())
+                .current_dir(tmp.path())
+                .env_remove("COSIGN_PASSWORD")
+                .env("SOURCE_DATE_EPOCH", "1700000000")
+                .args(["-c", "bundle/opship.yaml", "release", "--version", "0.1.0"])
+                .args(["--registry", &ns, "--password-stdin", "-o", "json", "--key"])
+                .arg(&key),
+            password,
+        )
+    };
+    // A wrong password stops the release at the first signature; the right one finishes it.
+    let wrong = with_stdin("wrong\n");
+    assert_eq!(wrong.code, 2, "{}\n{}", wrong.stdout, wrong.stderr);
+    let s = json(&ok(with_stdin("s3cret\n"), "release --password-stdin").stdout);
+    for id in [
+        "sign",
+        "attest",
+        "sign-catalog:bundle/index",
+        "attest-catalog:bundle/index",
+    ] {
+        assert_eq!(status_of(&s, id), "ran", "{id}: {s}");
+    }
+    let bundle = format!(
+        "{ns}/memcached-operator-bundle@{}",
+        s["bundle"]["digest"].as_str().unwrap()
+    );
+    let public = tmp.path().join("ci.pub");
+    let p = cosign_provenance(2, home.path(), &public, &bundle);
+    // SOURCE_DATE_EPOCH is the one time the provenance records.
+    assert_eq!(
+        p["runDetails"]["metadata"],
+        serde_json::json!({"startedOn": "2023-11-14T22:13:20Z", "finishedOn": "2023-11-14T22:13:20Z"}),
+        "{p}"
+    );
 }

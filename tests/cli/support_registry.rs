@@ -152,6 +152,14 @@ impl TestRegistry {
         self.wait_ready();
     }
 
+    /// Stops the registry, empties its storage and starts it again on the same address: a
+    /// fresh registry that a release can be repeated into under the same names.
+    pub fn restart_empty(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(self._dir.path().join("data"));
+        self.restart();
+    }
+
     /// Waits until `GET /v2/` answers (200, or 401 with auth).
     fn wait_ready(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(30);

@@ -13,7 +13,9 @@ static REFERENCE: LazyLock<Regex> = LazyLock::new(|| {
     );
     let name_component = r"[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*";
     let name = format!(r"(?:{domain}/)?{name_component}(?:/{name_component})*");
-    let tag = r"[\w][\w.-]{0,127}";
+    // Go's `\w` is ASCII (RE2); Rust's is Unicode, which also makes this regex take ~200M
+    // instructions to compile (128 bounded repeats of the Unicode word class).
+    let tag = r"[0-9A-Za-z_][0-9A-Za-z_.-]{0,127}";
     let digest = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}";
     Regex::new(&format!(r"^({name})(?::({tag}))?(?:@({digest}))?$")).expect("valid regex")
 });

@@ -22,7 +22,7 @@ pub enum Event<'a> {
 
 impl Event<'_> {
     /// The event as one JSON object (`--events jsonl`): `event` is `start`, `finish`, `skip`
-    /// or `note`; step events carry the step's id, status and digest.
+    /// or `note`; step events carry the step's id, status, digest and `opship` command line.
     pub fn to_json(&self) -> serde_json::Value {
         let step = |name: &str, s: &Step| {
             serde_json::json!({
@@ -32,6 +32,7 @@ impl Event<'_> {
                 "status": s.state.word(),
                 "reason": match &s.state { State::Done(r) => Some(r.as_str()), _ => None },
                 "digest": s.digest,
+                "command": s.command,
             })
         };
         match self {

@@ -15,6 +15,7 @@ mod check;
 mod error;
 mod event;
 mod plan;
+mod provenance;
 mod run;
 mod sign;
 mod stage;

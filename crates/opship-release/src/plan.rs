@@ -218,6 +218,7 @@ impl Plan {
             self.bundle_dir.clone(),
             self.layout.clone(),
             self.chart_out.clone(),
+            self.provenance_dir(),
             self.project.resolve(Path::new(".opship")),
         ];
         v.extend(self.catalogs.iter().map(|c| c.dir.clone()));
@@ -261,6 +262,31 @@ impl Plan {
         }
         v.push(reference.to_owned());
         self.command(&v)
+    }
+
+    /// `attest --key K [--password-file F] --type slsaprovenance1 --predicate FILE [--insecure]
+    /// REF`.
+    pub fn attest_command(&self, predicate: &Path, reference: &str) -> Vec<String> {
+        let mut v: Vec<String> = vec!["attest".into(), "--key".into(), s(&self.key.key)];
+        if let Some(f) = &self.key.password_file {
+            v.extend(["--password-file".into(), s(f)]);
+        }
+        v.extend([
+            "--type".into(),
+            "slsaprovenance1".into(),
+            "--predicate".into(),
+            s(predicate),
+        ]);
+        if self.insecure {
+            v.push("--insecure".into());
+        }
+        v.push(reference.to_owned());
+        self.command(&v)
+    }
+
+    /// Where the provenance predicates are written (`dist/provenance`).
+    pub fn provenance_dir(&self) -> PathBuf {
+        self.project.resolve(Path::new("dist/provenance"))
     }
 
     /// Channels of the release: its own, else the project's, else `alpha`, as the bundle's.

@@ -8,6 +8,7 @@ use opship_catalog::add::{self, AddOptions, SkipRangePolicy, SkipsPolicy};
 use opship_catalog::render::CsvFormat;
 use opship_core::image::{Digest, Image, Layout};
 use opship_oci::Registry;
+use opship_oci::cosign::provenance::{Resource, Source};
 use opship_oci::registry::parse_reference;
 
 use crate::check::{catalog_has, holds_exactly, layout_digest, snapshot};
@@ -27,6 +28,10 @@ struct Runner<'e> {
     rt: tokio::runtime::Runtime,
     client: Option<Registry>,
     signer: Signer,
+    /// The provenance's source and inputs, with a registry (attestations are registry-only).
+    provenance: Option<(Option<Source>, Vec<Resource>)>,
+    /// `SOURCE_DATE_EPOCH`: the provenance's build times.
+    source_date_epoch: Option<u64>,
     on_event: &'e mut dyn FnMut(&Event<'_>),
 }
 
@@ -57,7 +62,19 @@ pub(crate) fn release(
         None => None,
     };
     let signer = Signer::new(plan.key.clone(), options.password.take());
+    let provenance = match &plan.registry {
+        Some(_) => Some((
+            crate::provenance::source(&plan.project.root),
+            crate::provenance::inputs(&plan, &staged.bundle_files).map_err(|e| Error::Staging {
+                what: "provenance".into(),
+                message: e,
+            })?,
+        )),
+        None => None,
+    };
     let mut r = Runner {
+        provenance,
+        source_date_epoch: options.source_date_epoch,
         plan,
         rt,
         client,
@@ -191,6 +208,84 @@ impl Runner<'_> {
         }
         self.execute(step, |r| {
             r.rt.block_on(r.signer.sign(r.client.as_ref(), &subject, &r.plan.version))
+                .map(|_| ())
+        })
+    }
+
+    /// Checks and runs the SLSA provenance attestation of `subject` (in a registry), built
+    /// from `artifact` and the release's inputs (`extra` too).
+    fn attest_step(
+        &mut self,
+        id: String,
+        what: &str,
+        subject: Subject,
+        artifact: String,
+        extra: Vec<Resource>,
+    ) -> Result<()> {
+        let Some((source, inputs)) = &self.provenance else {
+            return Ok(());
+        };
+        let mut inputs = inputs.clone();
+        inputs.extend(extra);
+        let provenance = crate::provenance::of(
+            &self.plan,
+            source.as_ref(),
+            inputs,
+            artifact,
+            &subject.digest,
+            self.source_date_epoch,
+        )
+        .map_err(Self::check_err(&id))?;
+        let file = self.plan.provenance_dir().join(format!(
+            "{}.slsa.json",
+            subject
+                .attestation_reference()
+                .rsplit(':')
+                .next()
+                .unwrap_or_default()
+        ));
+        let mut step = Step {
+            id: id.clone(),
+            kind: Kind::Attest {
+                subject: subject.clone(),
+            },
+            description: format!(
+                "attest {what} {} with its SLSA provenance ({})",
+                subject.digest,
+                s(&file)
+            ),
+            command: self.plan.attest_command(&file, &subject.reference()),
+            reads: vec![subject.reference(), s(&self.plan.key.key)],
+            writes: vec![s(&file), subject.attestation_reference()],
+            digest: Some(Digest::of(&provenance.to_bytes()).as_str().to_owned()),
+            state: State::Planned,
+        };
+        let client = self.client.as_ref().ok_or_else(|| Error::Check {
+            id: id.clone(),
+            message: "no registry".into(),
+        })?;
+        let attested = self
+            .rt
+            .block_on(self.signer.attested(client, &subject, &provenance))
+            .map_err(Self::check_err(&id))?;
+        match attested {
+            Some(true) => {
+                step.state =
+                    State::Done("an attestation of this provenance by this key verifies".into())
+            }
+            None if self.plan.dry_run => step.state = State::AfterEarlier,
+            _ => {}
+        }
+        self.execute(step, |r| {
+            let mut bytes =
+                serde_json::to_vec_pretty(&provenance.to_value()).map_err(|e| e.to_string())?;
+            bytes.push(b'\n');
+            std::fs::create_dir_all(r.plan.provenance_dir())
+                .map_err(|e| format!("{}: {e}", s(&r.plan.provenance_dir())))?;
+            opship_core::fsutil::write_atomic_with_mode(&file, &bytes, 0o644)
+                .map_err(|e| e.to_string())?;
+            let client = r.client.as_ref().ok_or("no registry")?;
+            r.rt.block_on(r.signer.attest(client, &subject, &provenance))
                 .map(|_| ())
         })
     }
@@ -386,6 +481,16 @@ impl Runner<'_> {
             location: location(&bundle_repo, &bundle_tag),
         };
         self.sign_step("sign".into(), "the bundle image", bundle_subject.clone())?;
+        if self.plan.registry.is_some() {
+            let artifact = image_name(&bundle_repo, &self.plan.remote_tag);
+            self.attest_step(
+                "attest".into(),
+                "the bundle image",
+                bundle_subject.clone(),
+                artifact,
+                vec![],
+            )?;
+        }
 
         // 5. Catalogs: only now, with the image in place and signed.
         let entry_image = format!("{bundle_repo}@{bundle_digest}");
@@ -628,8 +733,27 @@ impl Runner<'_> {
                 self.sign_step(
                     format!("sign-catalog:{label}"),
                     "the catalog image",
-                    subject,
+                    subject.clone(),
                 )?;
+                if let Some(remote) = &target.remote {
+                    let bundle = Resource {
+                        name: image_name(&self.plan.bundle_repo, &self.plan.remote_tag),
+                        digest: Digest::parse(bundle_digest)
+                            .map_err(|e| Self::check_err("attest-catalog")(e.to_string()))?,
+                    };
+                    let artifact = remote
+                        .rsplit('/')
+                        .next()
+                        .unwrap_or(remote.as_str())
+                        .to_owned();
+                    self.attest_step(
+                        format!("attest-catalog:{label}"),
+                        "the catalog image",
+                        subject,
+                        artifact,
+                        vec![bundle],
+                    )?;
+                }
             }
             None => {
                 // Dry run before the catalog add: the digest, and so the signature, comes later.
@@ -659,6 +783,28 @@ impl Runner<'_> {
                     state: State::AfterEarlier,
                 };
                 self.execute(step, |_| Ok(()))?;
+                if let Some(remote) = &target.remote {
+                    let predicate = self.plan.provenance_dir().join("sha256-….att.slsa.json");
+                    let step = Step {
+                        id: format!("attest-catalog:{label}"),
+                        kind: Kind::Attest {
+                            subject: Subject {
+                                digest: String::new(),
+                                identity: catalog_repo.clone(),
+                                location: Location::Registry {
+                                    repository: catalog_repo.clone(),
+                                },
+                            },
+                        },
+                        description: "attest the catalog image with its SLSA provenance".into(),
+                        command: self.plan.attest_command(&predicate, remote),
+                        reads: vec![],
+                        writes: vec![],
+                        digest: None,
+                        state: State::AfterEarlier,
+                    };
+                    self.execute(step, |_| Ok(()))?;
+                }
             }
         }
         Ok(Ok(CatalogSummary {
@@ -825,6 +971,15 @@ impl Runner<'_> {
         summary.manifest_digest = Some(manifest_digest);
         Ok(summary)
     }
+}
+
+/// `NAME:TAG` of an image in `repository`: its last path segment, which names it the same in
+/// every registry (the provenance does not depend on where the release went).
+fn image_name(repository: &str, tag: &str) -> String {
+    format!(
+        "{}:{tag}",
+        repository.rsplit('/').next().unwrap_or(repository)
+    )
 }
 
 /// Writes `image` under `tag` into the layout `dir` (blobs first, `index.json` last).

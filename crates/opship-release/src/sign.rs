@@ -1,12 +1,15 @@
 //! The release's signing, the one place that calls `opship_oci::cosign`: the key (generated
 //! once when the default is used, decrypted at most once per release, only when something is
 //! signed), the check that a signature by this key for the subject's identity verifies, and
-//! the signing itself, in the layout or in the registry.
+//! the signing itself, in the layout or in the registry; the same for SLSA provenance
+//! attestations (registry only: the attestation library writes to registries).
 
 use std::cell::OnceCell;
 use std::collections::BTreeMap;
 
 use opship_oci::Registry;
+use opship_oci::cosign::attestation::{self, Format};
+use opship_oci::cosign::provenance::{PREDICATE_TYPE, Provenance};
 use opship_oci::cosign::signing::{self, SignReport};
 use opship_oci::cosign::verification::{self, Identity, Policy};
 use opship_oci::cosign::{EncryptedKey, PrivateKey, PublicKey};
@@ -207,5 +210,74 @@ impl Signer {
             }
             (Location::Registry { .. }, None) => Err("no registry client".into()),
         }
+    }
+
+    /// Whether an attestation by the release key of exactly this provenance (the same
+    /// statement) for the subject verifies: `None` when that cannot be known yet.
+    pub(crate) async fn attested(
+        &self,
+        client: &Registry,
+        subject: &Subject,
+        provenance: &Provenance,
+    ) -> Result<Option<bool>, String> {
+        let Some(key) = self.public()? else {
+            return Ok(None);
+        };
+        let reference = registry_reference(subject)?;
+        if client
+            .manifest_if_any(&reference)
+            .await
+            .map_err(|e| e.to_string())?
+            .is_none()
+        {
+            return Ok(None);
+        }
+        let digest =
+            opship_core::image::Digest::parse(&subject.digest).map_err(|e| e.to_string())?;
+        let wanted: serde_json::Value = serde_json::from_slice(&attestation::statement(
+            &signing::identity_of(&reference),
+            &digest,
+            &provenance.predicate(),
+        ))
+        .map_err(|e| e.to_string())?;
+        let report = attestation::verify(client, &reference, key, Some(PREDICATE_TYPE))
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(Some(report.checked.iter().any(|c| {
+            c.outcome.as_ref().is_ok_and(|st| st.json == wanted)
+        })))
+    }
+
+    /// Attests the subject (in its registry) with the provenance, as a `.att` layer.
+    pub(crate) async fn attest(
+        &self,
+        client: &Registry,
+        subject: &Subject,
+        provenance: &Provenance,
+    ) -> Result<attestation::AttestReport, String> {
+        let key = self.private()?;
+        let reference = registry_reference(subject)?;
+        let digest =
+            opship_core::image::Digest::parse(&subject.digest).map_err(|e| e.to_string())?;
+        attestation::attest(
+            client,
+            &reference,
+            &digest,
+            key,
+            &provenance.predicate(),
+            Format::Att,
+        )
+        .await
+        .map_err(|e| e.to_string())
+    }
+}
+
+/// `REPO@DIGEST` of a subject in a registry.
+fn registry_reference(subject: &Subject) -> Result<opship_oci::registry::Reference, String> {
+    match &subject.location {
+        Location::Registry { repository } => {
+            parse_reference(&format!("{repository}@{}", subject.digest)).map_err(|e| e.to_string())
+        }
+        Location::Layout { .. } => Err("attestations are written to registries only".into()),
     }
 }

@@ -55,6 +55,16 @@ impl Subject {
     }
 }
 
+impl Subject {
+    /// Where cosign keeps the attestations: `REPO:sha256-<hex>.att`.
+    pub fn attestation_reference(&self) -> String {
+        self.signature_reference()
+            .trim_end_matches(".sig")
+            .to_owned()
+            + ".att"
+    }
+}
+
 /// What a step does.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "kind")]
@@ -78,6 +88,13 @@ pub enum Kind {
     /// signature by the release key for the subject's identity verifies.
     Sign {
         /// The image signed.
+        subject: Subject,
+    },
+    /// Attest an image with the release's SLSA v1 provenance (registry only; written: a layer
+    /// of its `.att`); done when an attestation of the same statement by the release key
+    /// verifies.
+    Attest {
+        /// The image attested.
         subject: Subject,
     },
     /// Add the bundle to a catalog.

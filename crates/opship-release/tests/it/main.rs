@@ -80,11 +80,13 @@ fn a_release_through_the_library_matches_the_registry_and_the_files() {
             "build",
             "push-bundle",
             "sign",
+            "attest",
             "catalog-add:bundle/index",
             "catalog-validate:bundle/index",
             "catalog-build:bundle/index",
             "push-catalog:bundle/index",
             "sign-catalog:bundle/index",
+            "attest-catalog:bundle/index",
             "chart-render",
             "chart-package",
             "push-chart",
@@ -151,16 +153,37 @@ fn a_release_through_the_library_matches_the_registry_and_the_files() {
         s.chart.manifest_digest.as_deref(),
         Some(chart_manifest.as_str())
     );
-    // One `.sig` per image, in each repository, with the digest the summary gives.
+    // One `.sig` per image, in each repository, with the digest the summary gives; one
+    // `.att` (the SLSA provenance) per bundle and catalog image.
     let sig = |d: &str| format!("sha256-{}.sig", d.trim_start_matches("sha256:"));
+    let att = |d: &str| format!("sha256-{}.att", d.trim_start_matches("sha256:"));
     assert_eq!(
         tags(&reg.addr, "lib/memcached-operator-bundle"),
-        [sig(&s.bundle.digest), "v0.1.0".into()]
+        [
+            att(&s.bundle.digest),
+            sig(&s.bundle.digest),
+            "v0.1.0".into()
+        ]
     );
     assert_eq!(
         tags(&reg.addr, "lib/memcached-operator-catalog"),
-        [sig(&cat_digest), "v0.1.0".into()]
+        [att(&cat_digest), sig(&cat_digest), "v0.1.0".into()]
     );
+    let atts = || {
+        [
+            manifest_digest(
+                &reg.addr,
+                "lib/memcached-operator-bundle",
+                &att(&s.bundle.digest),
+            ),
+            manifest_digest(
+                &reg.addr,
+                "lib/memcached-operator-catalog",
+                &att(&cat_digest),
+            ),
+        ]
+    };
+    let atts_before = atts();
     assert_eq!(
         tags(&reg.addr, "lib/memcached-operator"),
         ["0.1.0".to_owned(), sig(&chart_manifest)]
@@ -216,4 +239,5 @@ fn a_release_through_the_library_matches_the_registry_and_the_files() {
     .map(|r| tags(&reg.addr, r))
     .collect();
     assert_eq!(registry_before, registry_after);
+    assert_eq!(atts(), atts_before);
 }
