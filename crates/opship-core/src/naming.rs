@@ -107,6 +107,33 @@ pub fn excerpt(value: &str) -> std::borrow::Cow<'_, str> {
     format!("{}… ({} bytes)", &value[..end], value.len()).into()
 }
 
+/// Whether `c` is one path component of an image repository name as the distribution
+/// reference grammar has it: `[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*`. Shared by the registry
+/// client's reference parser and the validator's pull-spec rule.
+pub fn repository_path_component(c: &str) -> bool {
+    let b = c.as_bytes();
+    let alnum = |x: u8| x.is_ascii_lowercase() || x.is_ascii_digit();
+    if b.is_empty() || !alnum(b[0]) || !alnum(b[b.len() - 1]) {
+        return false;
+    }
+    let mut i = 0;
+    while i < b.len() {
+        if alnum(b[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && !alnum(b[i]) {
+            i += 1;
+        }
+        let sep = &c[start..i];
+        if !(matches!(sep, "." | "_" | "__") || sep.bytes().all(|x| x == b'-')) {
+            return false;
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

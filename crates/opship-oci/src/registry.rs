@@ -191,7 +191,9 @@ fn parse_plain(s: &str) -> Option<Reference> {
         })
         || path.is_empty()
         || path.len() > 255
-        || !path.split('/').all(path_component)
+        || !path
+            .split('/')
+            .all(opship_core::naming::repository_path_component)
     {
         return None;
     }
@@ -218,31 +220,6 @@ fn parse_plain(s: &str) -> Option<Reference> {
         (Some(t), None) => Reference::with_tag(registry, repository, t.to_owned()),
         (None, None) => Reference::with_tag(registry, repository, "latest".to_owned()),
     })
-}
-
-/// `[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*`: one path component of a repository name.
-fn path_component(c: &str) -> bool {
-    let b = c.as_bytes();
-    let alnum = |x: u8| x.is_ascii_lowercase() || x.is_ascii_digit();
-    if b.is_empty() || !alnum(b[0]) || !alnum(b[b.len() - 1]) {
-        return false;
-    }
-    let mut i = 0;
-    while i < b.len() {
-        if alnum(b[i]) {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < b.len() && !alnum(b[i]) {
-            i += 1;
-        }
-        let sep = &c[start..i];
-        if !(sep == "." || sep == "_" || sep == "__" || sep.bytes().all(|x| x == b'-')) {
-            return false;
-        }
-    }
-    true
 }
 
 /// Whether `registry` (`host[:port]`) is a loopback address.

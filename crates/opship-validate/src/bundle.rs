@@ -512,7 +512,12 @@ pub fn pullspec_problem(s: &str) -> Option<String> {
         return Some("the repository name is longer than 255 characters".into());
     }
     let parts: Vec<&str> = name.split('/').collect();
-    let paths_ok = |ps: &[&str]| !ps.is_empty() && ps.iter().all(|p| path_component_ok(p));
+    let paths_ok = |ps: &[&str]| {
+        !ps.is_empty()
+            && ps
+                .iter()
+                .all(|p| opship_core::naming::repository_path_component(p))
+    };
     let ok = paths_ok(&parts) || (parts.len() > 1 && domain_ok(parts[0]) && paths_ok(&parts[1..]));
     if !ok {
         return Some(
@@ -526,32 +531,6 @@ pub fn pullspec_problem(s: &str) -> Option<String> {
 
 fn is_word(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
-}
-
-/// `[a-z0-9]+ (([._]|__|-+) [a-z0-9]+)*`.
-fn path_component_ok(p: &str) -> bool {
-    let b = p.as_bytes();
-    let alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    if b.is_empty() || !alnum(b[0]) || !alnum(b[b.len() - 1]) {
-        return false;
-    }
-    let mut i = 0;
-    while i < b.len() {
-        if alnum(b[i]) {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < b.len() && !alnum(b[i]) {
-            i += 1;
-        }
-        let sep = &p[start..i];
-        let ok = matches!(sep, "." | "_" | "__") || sep.bytes().all(|c| c == b'-');
-        if !ok {
-            return false;
-        }
-    }
-    true
 }
 
 /// `host[:port]`: dot-separated `[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?` or `[ipv6]`.
