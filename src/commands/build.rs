@@ -29,7 +29,7 @@ pub fn run(args: &BuildArgs) -> Result<ExitStatus, CmdError> {
         extra_labels.insert(k.trim().to_owned(), v.to_owned());
     }
     let opts = BuildOptions {
-        epoch: source_date_epoch()?,
+        epoch: super::source_date_epoch()?.unwrap_or(0),
         extra_labels,
         format: match args.format {
             ImageFormat::Oci => Format::Oci,
@@ -135,17 +135,6 @@ pub fn run(args: &BuildArgs) -> Result<ExitStatus, CmdError> {
     }
     std::io::stdout().lock().write_all(out.as_bytes())?;
     Ok(ExitStatus::Success)
-}
-
-/// `SOURCE_DATE_EPOCH` (unset or empty: 0).
-fn source_date_epoch() -> Result<u64, CmdError> {
-    match std::env::var("SOURCE_DATE_EPOCH") {
-        Ok(s) if !s.trim().is_empty() => s
-            .trim()
-            .parse::<u64>()
-            .map_err(|_| format!("SOURCE_DATE_EPOCH `{s}` is not a number of seconds").into()),
-        _ => Ok(0),
-    }
 }
 
 /// Runs `f` over `items` on all cores; results in input order (`None` where a worker

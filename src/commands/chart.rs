@@ -21,18 +21,6 @@ pub fn run(cmd: ChartCommand, config: Option<&Path>) -> Result<ExitStatus, CmdEr
     }
 }
 
-/// `SOURCE_DATE_EPOCH` (whole seconds), if set and not empty.
-fn source_date_epoch() -> Result<Option<u64>, CmdError> {
-    match std::env::var("SOURCE_DATE_EPOCH") {
-        Ok(s) if !s.trim().is_empty() => s
-            .trim()
-            .parse::<u64>()
-            .map(Some)
-            .map_err(|_| format!("SOURCE_DATE_EPOCH=`{s}` is not a number of seconds").into()),
-        _ => Ok(None),
-    }
-}
-
 fn render(args: &ChartRenderArgs, project: Option<&Project>) -> Result<ExitStatus, CmdError> {
     let chart_cfg = project
         .and_then(|p| p.config.chart.clone())
@@ -147,7 +135,7 @@ fn render(args: &ChartRenderArgs, project: Option<&Project>) -> Result<ExitStatu
 }
 
 fn package(args: &ChartPackageArgs) -> Result<ExitStatus, CmdError> {
-    let mtime = source_date_epoch()?.unwrap_or(0);
+    let mtime = super::source_date_epoch()?.unwrap_or(0);
     // Package everything first: a bad chart leaves no archive behind.
     let mut packages = Vec::new();
     for dir in &args.charts {
@@ -173,7 +161,7 @@ fn now_epoch() -> u64 {
 }
 
 fn index(args: &ChartIndexArgs) -> Result<ExitStatus, CmdError> {
-    let epoch = source_date_epoch()?.unwrap_or_else(now_epoch);
+    let epoch = super::source_date_epoch()?.unwrap_or_else(now_epoch);
     let merge = match &args.merge {
         Some(p) => Some(
             opship_core::yaml::parse_stream(
@@ -229,7 +217,7 @@ fn push(args: &ChartPushArgs) -> Result<ExitStatus, CmdError> {
     let meta = opship_chart::package::chart_metadata(text, &args.chart.join("Chart.yaml"))?;
     let name = meta["name"].as_str().unwrap_or_default().to_owned();
     let version = meta["version"].as_str().unwrap_or_default().to_owned();
-    let created = source_date_epoch()?.map(opship_core::image::oci::rfc3339);
+    let created = super::source_date_epoch()?.map(opship_core::image::oci::rfc3339);
     let artifact = opship_oci::artifact::ChartArtifact {
         config: opship_chart::oci::config(&meta),
         annotations: opship_chart::oci::annotations(&meta, created.as_deref()),

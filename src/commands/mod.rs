@@ -94,3 +94,16 @@ fn load_project(explicit: Option<&Path>) -> Result<Option<Project>, CmdError> {
     };
     Ok(Some(Project::load(&path)?))
 }
+
+/// `SOURCE_DATE_EPOCH` in whole seconds (unset or empty: none), for every command whose
+/// output carries a time.
+fn source_date_epoch() -> Result<Option<u64>, CmdError> {
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(s) if !s.trim().is_empty() => s
+            .trim()
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| format!("SOURCE_DATE_EPOCH `{s}` is not a number of seconds").into()),
+        _ => Ok(None),
+    }
+}

@@ -44,7 +44,7 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
         insecure,
         dry_run: args.dry_run,
         registry_options: registry_options(insecure)?,
-        source_date_epoch: source_date_epoch()?,
+        source_date_epoch: super::source_date_epoch()?,
         pin_images: Some(&pin),
     };
     let jsonl = args.events == Some(EventFormat::Jsonl);
@@ -135,18 +135,6 @@ fn registry_options(insecure: bool) -> Result<opship_oci::Options, CmdError> {
     let mut options = super::registry::options(&args, false)?;
     options.deadline = super::registry::env_deadline()?;
     Ok(options)
-}
-
-/// `SOURCE_DATE_EPOCH` (unset or empty: none).
-fn source_date_epoch() -> Result<Option<u64>, CmdError> {
-    match std::env::var("SOURCE_DATE_EPOCH") {
-        Ok(s) if !s.trim().is_empty() => s
-            .trim()
-            .parse::<u64>()
-            .map(Some)
-            .map_err(|_| format!("SOURCE_DATE_EPOCH `{s}` is not a number of seconds").into()),
-        _ => Ok(None),
-    }
 }
 
 /// The text summary: every step with its state, command, writes and digest, then the
