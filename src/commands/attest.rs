@@ -9,7 +9,9 @@ use opship_oci::cosign::{EncryptedKey, PublicKey};
 use opship_oci::registry::Reference;
 
 use super::registry::runtime;
-use super::sign::{PARALLEL, Target, client_of, clients_for, key_password_stdin, password, target};
+use super::sign::{
+    Count, PARALLEL, Target, client_of, clients_for, key_password_stdin, password, target,
+};
 use super::{CmdError, ExitStatus};
 use crate::cli::{AttestArgs, RegistryOutput, VerifyAttestationArgs};
 
@@ -158,26 +160,15 @@ pub fn verify_attestation(args: &VerifyAttestationArgs) -> Result<ExitStatus, Cm
                 }
             }
         }
-        if report.checked.is_empty() {
+        let looked = format!("looked in {}", report.location);
+        let count = Count {
+            noun: "attestation",
+            looked: &looked,
+            checked: report.checked.len(),
+            verified,
+        };
+        if !count.report(text, &report.digest, &args.key) {
             failed += 1;
-            eprintln!(
-                "{text}: no attestations (looked in {}; image {})",
-                report.location, report.digest
-            );
-        } else if verified == 0 {
-            failed += 1;
-            eprintln!(
-                "{text}: none of the {} attestation(s) of {} verified",
-                report.checked.len(),
-                report.digest
-            );
-        } else {
-            eprintln!(
-                "{text}: {verified} of {} attestation(s) of {} verified with {}",
-                report.checked.len(),
-                report.digest,
-                args.key.display()
-            );
         }
     }
     if args.output == RegistryOutput::Json {

@@ -440,26 +440,15 @@ pub fn verify(args: &VerifyArgs) -> Result<ExitStatus, CmdError> {
             }
         }
         let verified = report.verified().len();
-        if report.checked.is_empty() {
+        let looked = format!("{} does not exist", report.location);
+        let count = Count {
+            noun: "signature",
+            looked: &looked,
+            checked: report.checked.len(),
+            verified,
+        };
+        if !count.report(text, &report.digest, &args.key) {
             failed += 1;
-            eprintln!(
-                "{text}: no signatures ({} does not exist; image {})",
-                report.location, report.digest
-            );
-        } else if verified == 0 {
-            failed += 1;
-            eprintln!(
-                "{text}: none of the {} signature(s) of {} verified",
-                report.checked.len(),
-                report.digest
-            );
-        } else {
-            eprintln!(
-                "{text}: {verified} of {} signature(s) of {} verified with {}",
-                report.checked.len(),
-                report.digest,
-                args.key.display()
-            );
         }
     }
     if args.output == RegistryOutput::Json {
@@ -471,4 +460,33 @@ pub fn verify(args: &VerifyArgs) -> Result<ExitStatus, CmdError> {
     } else {
         ExitStatus::Failure
     })
+}
+
+/// How many signatures or attestations of one image were found and verified.
+pub(super) struct Count<'a> {
+    /// `signature` or `attestation`.
+    pub(super) noun: &'a str,
+    /// Where they were looked for, said when there are none.
+    pub(super) looked: &'a str,
+    pub(super) checked: usize,
+    pub(super) verified: usize,
+}
+
+impl Count<'_> {
+    /// Says on stderr what `verify` and `verify-attestation` conclude for one image; false
+    /// when nothing verified.
+    pub(super) fn report(&self, text: &str, digest: &Digest, key: &Path) -> bool {
+        let (noun, checked, verified) = (self.noun, self.checked, self.verified);
+        if checked == 0 {
+            eprintln!("{text}: no {noun}s ({}; image {digest})", self.looked);
+        } else if verified == 0 {
+            eprintln!("{text}: none of the {checked} {noun}(s) of {digest} verified");
+        } else {
+            eprintln!(
+                "{text}: {verified} of {checked} {noun}(s) of {digest} verified with {}",
+                key.display()
+            );
+        }
+        verified > 0
+    }
 }
