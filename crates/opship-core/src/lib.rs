@@ -17,6 +17,7 @@ pub mod operator_sdk;
 pub mod output;
 pub mod semver_range;
 pub mod yaml;
+mod yaml_scan;
 mod yaml_tree;
 
 pub use error::{Error, Result};

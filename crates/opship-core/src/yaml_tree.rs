@@ -66,6 +66,10 @@ struct Builder<'f> {
     nodes: usize,
     max_nodes: usize,
     aliases: usize,
+    /// Finished documents.
+    docs: Vec<Tree>,
+    /// The current document's root, once complete.
+    root: Option<Value>,
 }
 
 fn pos(span: &Span) -> Pos {
@@ -435,43 +439,25 @@ fn float(t: &str) -> Option<std::result::Result<Value, &'static str>> {
     }
 }
 
-/// Parses a stream into trees. `lenient`: duplicate keys are kept (last wins) and reported
-/// instead of failing.
-pub(crate) fn parse(
-    text: &str,
-    file: &Path,
-    lenient: bool,
-    max_nodes: usize,
-) -> Result<(Vec<Tree>, Vec<DuplicateKey>)> {
-    let mut b = Builder {
-        file,
-        lenient,
-        positions: Positions::default(),
-        stack: Vec::new(),
-        anchors: HashMap::new(),
-        dups: Vec::new(),
-        nodes: 0,
-        max_nodes,
-        aliases: 0,
-    };
-    let mut docs = Vec::new();
-    let mut root: Option<Value> = None;
-    // Comments are not kept in the trees; without them the parser skips the work of
-    // attaching each one to a node (a fifth of its time on commented CRDs).
-    let mut options = Options::default();
-    options.emit_comments = false;
-    for ev in Parser::new_from_str_with_options(text, options) {
-        let (ev, span) = ev.map_err(|e| {
-            let m = e.marker();
-            b.error(
-                Pos {
-                    line: u32::try_from(m.line()).unwrap_or(u32::MAX),
-                    col: u32::try_from(m.col() + 1).unwrap_or(u32::MAX),
-                },
-                e.info(),
-            )
-        })?;
-        let at = pos(&span);
+impl Builder<'_> {
+    fn new(file: &Path, lenient: bool, max_nodes: usize) -> Builder<'_> {
+        Builder {
+            file,
+            lenient,
+            positions: Positions::default(),
+            stack: Vec::new(),
+            anchors: HashMap::new(),
+            dups: Vec::new(),
+            nodes: 0,
+            max_nodes,
+            aliases: 0,
+            docs: Vec::new(),
+            root: None,
+        }
+    }
+
+    /// Takes one parser event starting at `at`.
+    fn feed(&mut self, ev: Event<'_>, at: Pos) -> Result<()> {
         match ev {
             Event::StreamStart
             | Event::StreamEnd
@@ -479,41 +465,41 @@ pub(crate) fn parse(
             | Event::UnresolvedAlias(_) => {}
             #[allow(unreachable_patterns)]
             Event::DocumentStart(..) => {
-                b.positions = Positions::default();
-                b.anchors.clear();
-                root = None;
+                self.positions = Positions::default();
+                self.anchors.clear();
+                self.root = None;
             }
             Event::DocumentEnd => {
-                if let Some(v) = root.take()
+                if let Some(v) = self.root.take()
                     && !v.is_null()
                 {
-                    docs.push(Tree {
+                    self.docs.push(Tree {
                         value: v,
-                        positions: std::mem::take(&mut b.positions),
+                        positions: std::mem::take(&mut self.positions),
                     });
                 }
             }
             Event::Scalar(text, style, anchor, tag) => {
-                b.count(1, at)?;
-                let is_key = b.slot().is_none();
+                self.count(1, at)?;
+                let is_key = self.slot().is_none();
                 if !is_key {
-                    let v = scalar(text, style, tag.as_deref()).map_err(|e| b.error(at, e))?;
-                    let i = b.open(at);
-                    b.positions.close(i);
-                    b.record_anchor(anchor, &v, 1)?;
-                    if let Some(r) = b.attach(v, at)? {
-                        root = Some(r);
+                    let v = scalar(text, style, tag.as_deref()).map_err(|e| self.error(at, e))?;
+                    let i = self.open(at);
+                    self.positions.close(i);
+                    self.record_anchor(anchor, &v, 1)?;
+                    if let Some(r) = self.attach(v, at)? {
+                        self.root = Some(r);
                     }
-                    continue;
+                    return Ok(());
                 }
                 // A key is only ever used as text.
                 let v = scalar(text.clone(), style, tag.as_deref())
                     .unwrap_or_else(|_| Value::String(text.to_string()));
                 match is_key {
                     false => {
-                        b.record_anchor(anchor, &v, 1)?;
-                        if let Some(r) = b.attach(v, at)? {
-                            root = Some(r);
+                        self.record_anchor(anchor, &v, 1)?;
+                        if let Some(r) = self.attach(v, at)? {
+                            self.root = Some(r);
                         }
                     }
                     true => {
@@ -530,21 +516,21 @@ pub(crate) fn parse(
                         } else {
                             key
                         };
-                        b.record_anchor(anchor, &key, 1)?;
-                        b.attach(key, at)?;
+                        self.record_anchor(anchor, &key, 1)?;
+                        self.attach(key, at)?;
                     }
                 }
             }
             Event::SequenceStart(_, anchor, _) | Event::MappingStart(_, anchor, _) => {
                 let is_seq = matches!(ev, Event::SequenceStart(..));
-                b.count(1, at)?;
-                if b.stack.len() >= MAX_DEPTH {
-                    return Err(b.error(at, format!("nesting deeper than {MAX_DEPTH} levels")));
+                self.count(1, at)?;
+                if self.stack.len() >= MAX_DEPTH {
+                    return Err(self.error(at, format!("nesting deeper than {MAX_DEPTH} levels")));
                 }
-                if b.slot().is_none() {
-                    return Err(b.error(at, "mapping keys must be scalars"));
+                if self.slot().is_none() {
+                    return Err(self.error(at, "mapping keys must be scalars"));
                 }
-                let idx = b.open(at);
+                let idx = self.open(at);
                 let kind = if is_seq {
                     Kind::Seq(Vec::new())
                 } else {
@@ -554,73 +540,115 @@ pub(crate) fn parse(
                         merges: Vec::new(),
                     }
                 };
-                b.stack.push(Frame {
+                self.stack.push(Frame {
                     kind,
                     anchor,
                     idx,
-                    first_node: b.nodes,
+                    first_node: self.nodes,
                     at,
                 });
             }
             Event::SequenceEnd | Event::MappingEnd => {
-                let frame = b
+                let frame = self
                     .stack
                     .pop()
-                    .ok_or_else(|| b.error(at, "unbalanced collection end"))?;
+                    .ok_or_else(|| self.error(at, "unbalanced collection end"))?;
                 let value = match frame.kind {
                     Kind::Seq(items) => Value::Array(items),
                     Kind::Map {
                         mut map, merges, ..
                     } => {
                         if !merges.is_empty() {
-                            b.merge(&mut map, merges, frame.idx, at)?;
+                            self.merge(&mut map, merges, frame.idx, at)?;
                         }
                         Value::Object(map)
                     }
                 };
-                b.positions.close(frame.idx);
-                b.record_anchor(frame.anchor, &value, b.nodes - frame.first_node)?;
-                if let Some(r) = b.attach(value, frame.at)? {
-                    root = Some(r);
+                self.positions.close(frame.idx);
+                self.record_anchor(frame.anchor, &value, self.nodes - frame.first_node)?;
+                if let Some(r) = self.attach(value, frame.at)? {
+                    self.root = Some(r);
                 }
             }
             Event::Alias(id) => {
-                b.aliases += 1;
-                if b.aliases > MAX_ALIASES {
-                    return Err(b.error(at, format!("more than {MAX_ALIASES} aliases")));
+                self.aliases += 1;
+                if self.aliases > MAX_ALIASES {
+                    return Err(self.error(at, format!("more than {MAX_ALIASES} aliases")));
                 }
-                let Some(a) = b.anchors.get(&id) else {
-                    return Err(b.error(at, "alias to an unknown anchor"));
+                let Some(a) = self.anchors.get(&id) else {
+                    return Err(self.error(at, "alias to an unknown anchor"));
                 };
                 let (value, n) = (a.value.clone(), a.nodes);
-                b.count(n, at)?;
-                match b.slot() {
+                self.count(n, at)?;
+                match self.slot() {
                     Some(key) => {
                         let key = key.map(str::to_owned);
-                        b.place_all(&value, key.as_deref(), at);
-                        if let Some(r) = b.attach(value, at)? {
-                            root = Some(r);
+                        self.place_all(&value, key.as_deref(), at);
+                        if let Some(r) = self.attach(value, at)? {
+                            self.root = Some(r);
                         }
                     }
                     None => {
-                        b.attach(value, at)?;
+                        self.attach(value, at)?;
                     }
                 }
             }
             #[allow(unreachable_patterns)]
             _ => {}
         }
+        Ok(())
     }
-    let dups = b
-        .dups
-        .into_iter()
-        .map(|(key, pos)| DuplicateKey {
-            key,
-            origin: Origin {
-                file: Arc::from(file),
-                pos,
-            },
-        })
-        .collect();
-    Ok((docs, dups))
+}
+
+/// Parses a stream into trees. `lenient`: duplicate keys are kept (last wins) and reported
+/// instead of failing.
+pub(crate) fn parse(
+    text: &str,
+    file: &Path,
+    lenient: bool,
+    max_nodes: usize,
+) -> Result<(Vec<Tree>, Vec<DuplicateKey>)> {
+    // The quick reader first; whatever it leaves (or any error) is read again by granit, the
+    // judge of validity and of every error message.
+    let mut b = Builder::new(file, lenient, max_nodes);
+    if crate::yaml_scan::scan(text, |ev, at| b.feed(ev, at)).is_ok() {
+        return Ok(b.finish());
+    }
+    let mut b = Builder::new(file, lenient, max_nodes);
+    // Comments are not kept in the trees; without them the parser skips the work of
+    // attaching each one to a node (a fifth of its time on commented CRDs).
+    let mut options = Options::default();
+    options.emit_comments = false;
+    for ev in Parser::new_from_str_with_options(text, options) {
+        let (ev, span) = ev.map_err(|e| {
+            let m = e.marker();
+            b.error(
+                Pos {
+                    line: u32::try_from(m.line()).unwrap_or(u32::MAX),
+                    col: u32::try_from(m.col() + 1).unwrap_or(u32::MAX),
+                },
+                e.info(),
+            )
+        })?;
+        b.feed(ev, pos(&span))?;
+    }
+    Ok(b.finish())
+}
+
+impl Builder<'_> {
+    fn finish(self) -> (Vec<Tree>, Vec<DuplicateKey>) {
+        let file = self.file;
+        let dups = self
+            .dups
+            .into_iter()
+            .map(|(key, pos)| DuplicateKey {
+                key,
+                origin: Origin {
+                    file: Arc::from(file),
+                    pos,
+                },
+            })
+            .collect();
+        (self.docs, dups)
+    }
 }

@@ -9,6 +9,7 @@ mod sample;
 mod semantic;
 mod unpack;
 mod yaml_fast;
+mod yaml_quick;
 
 use std::path::PathBuf;
 
