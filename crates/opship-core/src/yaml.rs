@@ -760,6 +760,58 @@ pub fn to_string(value: &Value) -> Result<String> {
     Ok(out)
 }
 
+/// The events of both YAML readers for `text`, one line each (position, then the event; ends of
+/// collections and documents without position), for the differential test and the fuzz target.
+/// The quick reader's are `Err((where in its source it gave up, line of the text))` when it
+/// leaves the text to granit; granit's are `Err` when it refuses the text.
+#[doc(hidden)]
+pub fn reader_events(
+    text: &str,
+) -> (
+    std::result::Result<Vec<String>, (u32, u32)>,
+    std::result::Result<Vec<String>, String>,
+) {
+    use granit_parser::Event;
+    fn line(ev: &Event<'_>, at: Pos) -> Option<String> {
+        match ev {
+            Event::StreamStart | Event::StreamEnd => None,
+            Event::Scalar(..) | Event::SequenceStart(..) | Event::MappingStart(..) => {
+                Some(format!("{}:{} {ev:?}", at.line, at.col))
+            }
+            _ => Some(format!("{ev:?}")),
+        }
+    }
+    let mut events = Vec::new();
+    let quick = match crate::yaml_scan::scan(text, |ev, at| {
+        events.extend(line(&ev, at));
+        Ok::<(), ()>(())
+    }) {
+        Ok(()) => Ok(events),
+        Err(crate::yaml_scan::Stop::Unsupported(at, line)) => Err((at, line)),
+        Err(crate::yaml_scan::Stop::Sink(())) => Err((0, 0)),
+    };
+    let mut options = granit_parser::Options::default();
+    options.emit_comments = false;
+    let mut slow = Vec::new();
+    let mut failed = None;
+    for ev in granit_parser::Parser::new_from_str_with_options(text, options) {
+        match ev {
+            Ok((ev, span)) => {
+                let at = Pos {
+                    line: u32::try_from(span.start.line()).unwrap_or(u32::MAX),
+                    col: u32::try_from(span.start.col() + 1).unwrap_or(u32::MAX),
+                };
+                slow.extend(line(&ev, at));
+            }
+            Err(e) => {
+                failed = Some(e.info().to_owned());
+                break;
+            }
+        }
+    }
+    (quick, failed.map_or(Ok(slow), Err))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -861,56 +913,4 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(p(&a).unwrap()[0].value, v, "{a}");
     }
-}
-
-/// The events of both YAML readers for `text`, one line each (position, then the event; ends of
-/// collections and documents without position), for the differential test and the fuzz target.
-/// The quick reader's are `None` when it leaves the text to granit; granit's are `Err` when it
-/// refuses the text.
-#[doc(hidden)]
-pub fn reader_events(
-    text: &str,
-) -> (
-    std::result::Result<Vec<String>, (u32, u32)>,
-    std::result::Result<Vec<String>, String>,
-) {
-    use granit_parser::Event;
-    fn line(ev: &Event<'_>, at: Pos) -> Option<String> {
-        match ev {
-            Event::StreamStart | Event::StreamEnd => None,
-            Event::Scalar(..) | Event::SequenceStart(..) | Event::MappingStart(..) => {
-                Some(format!("{}:{} {ev:?}", at.line, at.col))
-            }
-            _ => Some(format!("{ev:?}")),
-        }
-    }
-    let mut events = Vec::new();
-    let quick = match crate::yaml_scan::scan(text, |ev, at| {
-        events.extend(line(&ev, at));
-        Ok::<(), ()>(())
-    }) {
-        Ok(()) => Ok(events),
-        Err(crate::yaml_scan::Stop::Unsupported(at, line)) => Err((at, line)),
-        Err(crate::yaml_scan::Stop::Sink(())) => Err((0, 0)),
-    };
-    let mut options = granit_parser::Options::default();
-    options.emit_comments = false;
-    let mut slow = Vec::new();
-    let mut failed = None;
-    for ev in granit_parser::Parser::new_from_str_with_options(text, options) {
-        match ev {
-            Ok((ev, span)) => {
-                let at = Pos {
-                    line: u32::try_from(span.start.line()).unwrap_or(u32::MAX),
-                    col: u32::try_from(span.start.col() + 1).unwrap_or(u32::MAX),
-                };
-                slow.extend(line(&ev, at));
-            }
-            Err(e) => {
-                failed = Some(e.info().to_owned());
-                break;
-            }
-        }
-    }
-    (quick, failed.map_or(Ok(slow), Err))
 }

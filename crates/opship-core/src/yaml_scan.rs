@@ -51,7 +51,7 @@ pub(crate) fn scan<'a, E>(
     text: &'a str,
     sink: impl FnMut(Event<'a>, Pos) -> Result<(), E>,
 ) -> R<(), E> {
-    if memchr::memchr2(b'\t', b'\r', text.as_bytes()).is_some() {
+    if !plain_text(text.as_bytes()) {
         return Err(Stop::Unsupported(line!(), 0));
     }
     let mut s = Scanner {
@@ -65,6 +65,38 @@ pub(crate) fn scan<'a, E>(
     };
     s.le = s.find_le(0);
     s.stream()
+}
+
+/// Whether every character is one YAML allows in a stream and this reader takes: no tab, no
+/// CR, no control character, no byte-order mark, no U+FFFE or U+FFFF (granit refuses those
+/// or reads them in ways left to it).
+fn plain_text(b: &[u8]) -> bool {
+    // Whole chunks at a time, as the compiler turns this into vector code; a chunk with a
+    // suspect byte (or any lead byte of the suspect non-ASCII characters) is looked at closely.
+    const CHUNK: usize = 64;
+    let suspect = |c: u8| (c < 0x20 && c != b'\n') | (c == 0x7F) | (c == 0xC2) | (c == 0xEF);
+    for (n, chunk) in b.chunks(CHUNK).enumerate() {
+        if !chunk.iter().fold(false, |acc, &c| acc | suspect(c)) {
+            continue;
+        }
+        let base = n * CHUNK;
+        for (k, &c) in chunk.iter().enumerate() {
+            let i = base + k;
+            let next = |d: usize| b.get(i + d).copied().unwrap_or(0);
+            let bad = match c {
+                0xC2 => matches!(next(1), 0x80..=0x9F) && next(1) != 0x85,
+                0xEF => {
+                    (next(1) == 0xBB && next(2) == 0xBF)
+                        || (next(1) == 0xBF && matches!(next(2), 0xBE | 0xBF))
+                }
+                c => suspect(c),
+            };
+            if bad {
+                return false;
+            }
+        }
+    }
+    true
 }
 
 struct Scanner<'a, F> {

@@ -123,6 +123,7 @@ fn quick_reader_gives_granits_events_on_each_construct() {
         "a: >\n  x\n\n\n",
         "a: b\n  c\n\n\n  d\ne: f\n",
         "- a\n  b\n- c\n",
+        "a: \u{85}\u{a0}\u{2028}\u{fffd}\u{1F600}\u{d7ff}\n",
     ];
     let leave = [
         "a: &x 1\nb: *x\n",
@@ -146,6 +147,13 @@ fn quick_reader_gives_granits_events_on_each_construct() {
         "a: b # c\n  x: y\n",
         "a: \"\\q\"\n",
         "a: |\n\n",
+        "a: \u{1}b\n",
+        "a: b\u{7f}\n",
+        "a: \u{80}b\n",
+        "a: \u{feff}b\n",
+        "a: \u{fffe}\n",
+        "a: \u{ffff}\n",
+        "a: \"\u{b}\"\n",
     ];
     let mut failures = Vec::new();
     for t in read {
