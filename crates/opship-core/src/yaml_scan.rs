@@ -166,7 +166,11 @@ impl<'a, E, F: FnMut(Event<'a>, Pos) -> Result<(), E>> Scanner<'a, F> {
         (self.sink)(ev, at).map_err(Stop::Sink)
     }
 
-    fn scalar(&mut self, text: Cow<'a, str>, style: ScalarStyle, at: Pos) -> R<(), E> {
+    fn scalar(&mut self, mut text: Cow<'a, str>, style: ScalarStyle, at: Pos) -> R<(), E> {
+        // Built strings end up in the trees as they are: no spare capacity kept there.
+        if let Cow::Owned(s) = &mut text {
+            s.shrink_to_fit();
+        }
         self.emit(Event::Scalar(text, style, 0, None), at)
     }
 

@@ -614,6 +614,7 @@ pub(crate) fn parse(
     if crate::yaml_scan::scan(text, |ev, at| b.feed(ev, at)).is_ok() {
         return Ok(b.finish());
     }
+    drop(b);
     let mut b = Builder::new(file, lenient, max_nodes);
     // Comments are not kept in the trees; without them the parser skips the work of
     // attaching each one to a node (a fifth of its time on commented CRDs).
