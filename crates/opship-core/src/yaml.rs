@@ -760,17 +760,16 @@ pub fn to_string(value: &Value) -> Result<String> {
     Ok(out)
 }
 
+/// The quick reader's events, or where it gave up (see [`reader_events`]).
+#[doc(hidden)]
+pub type QuickEvents = std::result::Result<Vec<String>, (u32, u32)>;
+
 /// The events of both YAML readers for `text`, one line each (position, then the event; ends of
 /// collections and documents without position), for the differential test and the fuzz target.
 /// The quick reader's are `Err((where in its source it gave up, line of the text))` when it
 /// leaves the text to granit; granit's are `Err` when it refuses the text.
 #[doc(hidden)]
-pub fn reader_events(
-    text: &str,
-) -> (
-    std::result::Result<Vec<String>, (u32, u32)>,
-    std::result::Result<Vec<String>, String>,
-) {
+pub fn reader_events(text: &str) -> (QuickEvents, std::result::Result<Vec<String>, String>) {
     use granit_parser::Event;
     fn line(ev: &Event<'_>, at: Pos) -> Option<String> {
         match ev {

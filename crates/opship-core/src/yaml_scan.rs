@@ -664,7 +664,6 @@ impl<'a, E, F: FnMut(Event<'a>, Pos) -> Result<(), E>> Scanner<'a, F> {
         }
         let mut out = String::with_capacity(i - start + 16);
         out.push_str(&self.text[start..i]);
-        let mut i = i;
         loop {
             // Within a line.
             while i < self.le {
