@@ -664,6 +664,9 @@ impl<'a, E, F: FnMut(Event<'a>, Pos) -> Result<(), E>> Scanner<'a, F> {
         }
         let mut out = String::with_capacity(i - start + 16);
         out.push_str(&self.text[start..i]);
+        // Where the text ends without the spaces written at the end of the current line: those
+        // go at a line break, escaped ones (`\ `) stay.
+        let mut hard_end = self.text[start..i].trim_end_matches(' ').len();
         loop {
             // Within a line.
             while i < self.le {
@@ -671,6 +674,7 @@ impl<'a, E, F: FnMut(Event<'a>, Pos) -> Result<(), E>> Scanner<'a, F> {
                 if c == q {
                     if !double && i + 1 < self.le && b[i + 1] == b'\'' {
                         out.push('\'');
+                        hard_end = out.len();
                         i += 2;
                         continue;
                     }
@@ -689,6 +693,7 @@ impl<'a, E, F: FnMut(Event<'a>, Pos) -> Result<(), E>> Scanner<'a, F> {
                         continue;
                     }
                     i = self.escape(i + 1, &mut out)?;
+                    hard_end = out.len();
                     continue;
                 }
                 // Copy up to the next quote or backslash in one go.
@@ -696,13 +701,17 @@ impl<'a, E, F: FnMut(Event<'a>, Pos) -> Result<(), E>> Scanner<'a, F> {
                     .iter()
                     .position(|&c| c == q || (double && c == b'\\'))
                     .map_or(self.le, |k| i + k);
-                out.push_str(&self.text[i..run]);
+                let text = &self.text[i..run];
+                out.push_str(text);
+                let spaces = text.len() - text.trim_end_matches(' ').len();
+                if spaces < text.len() {
+                    hard_end = out.len() - spaces;
+                }
                 i = run;
             }
-            // A line break inside the scalar: trailing spaces go, then one space or the
-            // empty lines' breaks.
-            let trimmed = out.trim_end_matches(' ').len();
-            out.truncate(trimmed);
+            // A line break inside the scalar: the line's trailing spaces go, then one space or
+            // the empty lines' breaks.
+            out.truncate(hard_end);
             let mut empties = 0usize;
             loop {
                 self.next_line();
@@ -724,6 +733,7 @@ impl<'a, E, F: FnMut(Event<'a>, Pos) -> Result<(), E>> Scanner<'a, F> {
             } else {
                 out.extend(std::iter::repeat_n('\n', empties));
             }
+            hard_end = out.len();
         }
     }
 
