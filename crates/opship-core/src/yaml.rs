@@ -564,13 +564,21 @@ fn yaml_error(file: &Path, err: &serde_saphyr::Error) -> Error {
 /// Parses a stream of YAML documents (`---` separated). Empty documents are skipped. A leading
 /// byte-order mark and CRLF line ends are accepted.
 pub fn parse_stream(text: &str, file: &Path) -> Result<Vec<Document>> {
-    parse_fast(text, file, false).map(|(docs, _)| docs)
+    parse_fast(text, file, false, true).map(|(docs, _)| docs)
+}
+
+/// [`parse_stream`] with granit-parser alone, without the quick reader in front: for the
+/// benchmark that compares the two.
+#[doc(hidden)]
+pub fn parse_stream_granit(text: &str, file: &Path) -> Result<Vec<Document>> {
+    parse_fast(text, file, false, false).map(|(docs, _)| docs)
 }
 
 fn parse_fast(
     text: &str,
     file: &Path,
     lenient: bool,
+    quick: bool,
 ) -> Result<(Vec<Document>, Vec<DuplicateKey>)> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let max_nodes = if lenient {
@@ -578,7 +586,7 @@ fn parse_fast(
     } else {
         MAX_NODES
     };
-    let (trees, dups) = crate::yaml_tree::parse(text, file, lenient, max_nodes)?;
+    let (trees, dups) = crate::yaml_tree::parse(text, file, lenient, max_nodes, quick)?;
     let file: Arc<Path> = Arc::from(file);
     let docs = trees
         .into_iter()
@@ -618,7 +626,7 @@ pub struct DuplicateKey {
 /// the reference tools accept. Since validators read files from anyone, the limits are
 /// tighter: at most 2 million nodes per file and 100,000 events recorded for anchors.
 pub fn parse_stream_lenient(text: &str, file: &Path) -> Result<(Vec<Document>, Vec<DuplicateKey>)> {
-    parse_fast(text, file, true)
+    parse_fast(text, file, true, true)
 }
 
 fn parse_stream_with(
