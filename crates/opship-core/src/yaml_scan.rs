@@ -874,11 +874,21 @@ impl<'a, E, F: FnMut(Event<'a>, Pos) -> Result<(), E>> Scanner<'a, F> {
                 if self.eof() {
                     break false;
                 }
-                let n = self.spaces_from(self.ls).min(indent);
+                let spaces = self.spaces_from(self.ls);
+                let n = spaces.min(indent);
+                let last = self.le >= b.len();
                 if self.ls + n == self.le {
+                    if last {
+                        // Spaces at the very end, without a line break: not an empty line.
+                        break false;
+                    }
                     trailing_breaks += 1;
                     self.next_line();
                     continue;
+                }
+                if last && self.ls + spaces == self.le {
+                    // Spaces beyond the indentation, then the end of the text: granit's.
+                    return Err(self.unsupported(line!()));
                 }
                 break n == indent;
             };

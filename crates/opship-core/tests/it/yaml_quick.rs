@@ -132,6 +132,9 @@ fn quick_reader_gives_granits_events_on_each_construct() {
         "a: >\n  x\n\n\n",
         "a: b\n  c\n\n\n  d\ne: f\n",
         "- a\n  b\n- c\n",
+        "e: |+\n  lit\n ",
+        "e: |+\n  lit\n\n  ",
+        "e: >\n  a\n  b\n",
         "a: \"x\\ \n  y\"\nb: \"p \\t \n  q\"\nc: \"r  \\\n s\"\nd: ' a  \n  b'\n",
         "a: \u{85}\u{a0}\u{2028}\u{fffd}\u{1F600}\u{d7ff}\n",
     ];
