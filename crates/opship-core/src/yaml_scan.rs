@@ -419,6 +419,22 @@ impl<'a, E, F: FnMut(Event<'a>, Pos) -> Result<(), E>> Scanner<'a, F> {
     /// A block mapping key at the cursor (known to be one by [`Self::key_ahead`]): its text,
     /// style and the byte of its `:`.
     fn key(&mut self) -> R<(Cow<'a, str>, ScalarStyle, usize), E> {
+        let start = self.p;
+        let key = self.key_text()?;
+        self.check_key_length(start, key.2)?;
+        Ok(key)
+    }
+
+    /// An implicit key may span at most 1024 characters up to its `:`; granit refuses longer.
+    fn check_key_length(&self, start: usize, colon: usize) -> R<(), E> {
+        const MAX_KEY: usize = 1024;
+        if colon - start > MAX_KEY && self.text[start..colon].chars().count() > MAX_KEY {
+            return Err(self.unsupported(line!()));
+        }
+        Ok(())
+    }
+
+    fn key_text(&mut self) -> R<(Cow<'a, str>, ScalarStyle, usize), E> {
         let b = self.b;
         match b[self.p] {
             q @ (b'"' | b'\'') => {
@@ -1055,6 +1071,7 @@ impl<'a, E, F: FnMut(Event<'a>, Pos) -> Result<(), E>> Scanner<'a, F> {
     fn flow_key(&mut self) -> R<(), E> {
         let b = self.b;
         let at = self.pos();
+        let key_start = self.p;
         let (text, style) = match b[self.p] {
             q @ (b'"' | b'\'') => {
                 let t = self.flow_quoted(q == b'"')?;
@@ -1083,6 +1100,7 @@ impl<'a, E, F: FnMut(Event<'a>, Pos) -> Result<(), E>> Scanner<'a, F> {
         if self.p >= self.le || b[self.p] != b':' {
             return Err(self.unsupported(line!()));
         }
+        self.check_key_length(key_start, self.p)?;
         self.scalar(text, style, at)?;
         self.p += 1;
         Ok(())

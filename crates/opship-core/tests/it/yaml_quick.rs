@@ -168,7 +168,24 @@ fn quick_reader_gives_granits_events_on_each_construct() {
         "a: \u{ffff}\n",
         "a: \"\u{b}\"\n",
     ];
+    // Implicit keys up to 1024 characters to their `:`, and one more.
+    let long_keys: Vec<String> = [1024usize, 1025]
+        .iter()
+        .flat_map(|&n| {
+            [
+                format!("{}: 1\n", "k".repeat(n)),
+                format!("{}: 1\n", "é".repeat(n)),
+                format!("a:\n  \"{}\": 1\n", "q".repeat(n - 2)),
+                format!("a: {{{}: 1}}\n", "k".repeat(n)),
+            ]
+        })
+        .collect();
     let mut failures = Vec::new();
+    for t in &long_keys {
+        if let Err(e) = check(t) {
+            failures.push(format!("key of {} bytes: {e}", t.len()));
+        }
+    }
     for t in read {
         match check(t) {
             Ok(None) => {}
