@@ -51,7 +51,11 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
     let mut on_event = |e: &Event<'_>| {
         if jsonl {
             if !matches!(e, Event::Findings(_)) || !quiet {
-                eprintln!("{}", e.to_json());
+                // One write per line: stderr is unbuffered, and a JSON value printed straight
+                // to it is one write per token.
+                let mut line = e.to_json().to_string();
+                line.push('\n');
+                let _ = std::io::stderr().lock().write_all(line.as_bytes());
             }
             if let Event::Important(n) = e {
                 eprintln!("{n}");

@@ -42,6 +42,17 @@ pub(crate) fn release(
     mut options: Options<'_>,
     on_event: &mut dyn FnMut(&Event<'_>),
 ) -> Result<Outcome> {
+    let signer = Signer::new(plan.key.clone(), options.password.take());
+    // A first release of this version (no bundle image in the layout yet) signs: the key is
+    // decrypted meanwhile. A re-run decrypts only when a signature is missing.
+    if !plan.dry_run && layout_digest(&plan.layout, &plan.bundle_tag).is_none() {
+        signer.start_decrypting();
+    }
+    // The provenance's source (`git`, a process of its own) is looked up meanwhile too.
+    let source = plan.registry.as_ref().map(|_| {
+        let root = plan.project.root.clone();
+        std::thread::spawn(move || crate::provenance::source(&root))
+    });
     let before = snapshot(&plan.written_roots());
     let staged = {
         let mut warn = |w: Warning<'_>| match w {
@@ -61,10 +72,9 @@ pub(crate) fn release(
         Some(ns) => Some(client_for(ns, &options)?),
         None => None,
     };
-    let signer = Signer::new(plan.key.clone(), options.password.take());
-    let provenance = match &plan.registry {
-        Some(_) => Some((
-            crate::provenance::source(&plan.project.root),
+    let provenance = match source {
+        Some(source) => Some((
+            source.join().unwrap_or(None),
             crate::provenance::inputs(&plan, &staged.bundle_files).map_err(|e| Error::Staging {
                 what: "provenance".into(),
                 message: e,

@@ -4,8 +4,9 @@
 //! the signing itself, in the layout or in the registry; the same for SLSA provenance
 //! attestations (registry only: the attestation library writes to registries).
 
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
+use std::thread::JoinHandle;
 
 use opship_oci::Registry;
 use opship_oci::cosign::attestation::{self, Format};
@@ -24,6 +25,9 @@ pub(crate) struct Signer {
     plan: KeyPlan,
     password: Option<Zeroizing<String>>,
     private: OnceCell<PrivateKey>,
+    /// The key being decrypted on another thread, started before staging on a first release
+    /// so that scrypt (cosign's N = 32768) overlaps with the steps before the first signature.
+    decrypting: RefCell<Option<JoinHandle<Result<PrivateKey, String>>>>,
     public: OnceCell<PublicKey>,
 }
 
@@ -33,6 +37,7 @@ impl Signer {
             plan,
             password,
             private: OnceCell::new(),
+            decrypting: RefCell::new(None),
             public: OnceCell::new(),
         }
     }
@@ -49,27 +54,35 @@ impl Signer {
         Ok(Some(self.public.get_or_init(|| k)))
     }
 
+    /// Starts decrypting the key on another thread, when there is a key file: [`Signer::sign`]
+    /// and [`Signer::attest`] take the result (or its error) instead of decrypting.
+    pub(crate) fn start_decrypting(&self) {
+        if self.private.get().is_some() || !self.plan.key.is_file() {
+            return;
+        }
+        let plan = self.plan.clone();
+        let password = self.password.clone();
+        // Without a thread (the system refuses one) the key is decrypted when first needed.
+        if let Ok(h) = std::thread::Builder::new()
+            .name("decrypt-key".into())
+            .spawn(move || decrypt(&plan, password.as_ref()))
+        {
+            *self.decrypting.borrow_mut() = Some(h);
+        }
+    }
+
     /// The decrypted private key (scrypt runs once per release).
     fn private(&self) -> Result<&PrivateKey, String> {
         if let Some(k) = self.private.get() {
             return Ok(k);
         }
-        let encrypted = EncryptedKey::read(&self.plan.key).map_err(|e| e.to_string())?;
-        let password = match &self.plan.password_file {
-            Some(f) => {
-                let text = Zeroizing::new(
-                    opship_core::input::read_string(f, opship_core::input::Kind::Secret)
-                        .map_err(|e| format!("password file {e}"))?,
-                );
-                Zeroizing::new(text.lines().next().unwrap_or("").to_owned())
-            }
-            None => self.password.clone().ok_or(
-                "no key password: set COSIGN_PASSWORD (empty for none) or `signing.passwordFile`",
-            )?,
+        let started = self.decrypting.borrow_mut().take();
+        let key = match started {
+            Some(h) => h
+                .join()
+                .map_err(|_| "decrypting the signing key failed".to_owned())??,
+            None => decrypt(&self.plan, self.password.as_ref())?,
         };
-        let key = encrypted
-            .decrypt(password.as_bytes())
-            .map_err(|e| e.to_string())?;
         Ok(self.private.get_or_init(|| key))
     }
 
@@ -280,4 +293,24 @@ fn registry_reference(subject: &Subject) -> Result<opship_oci::registry::Referen
         }
         Location::Layout { .. } => Err("attestations are written to registries only".into()),
     }
+}
+
+/// The release key decrypted with the password file's first line, else the given password.
+fn decrypt(plan: &KeyPlan, password: Option<&Zeroizing<String>>) -> Result<PrivateKey, String> {
+    let encrypted = EncryptedKey::read(&plan.key).map_err(|e| e.to_string())?;
+    let password = match &plan.password_file {
+        Some(f) => {
+            let text = Zeroizing::new(
+                opship_core::input::read_string(f, opship_core::input::Kind::Secret)
+                    .map_err(|e| format!("password file {e}"))?,
+            );
+            Zeroizing::new(text.lines().next().unwrap_or("").to_owned())
+        }
+        None => password.cloned().ok_or(
+            "no key password: set COSIGN_PASSWORD (empty for none) or `signing.passwordFile`",
+        )?,
+    };
+    encrypted
+        .decrypt(password.as_bytes())
+        .map_err(|e| e.to_string())
 }
