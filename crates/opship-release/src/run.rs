@@ -37,6 +37,14 @@ struct Runner<'e> {
 
 type StepResult = std::result::Result<(), String>;
 
+/// An attestation step with what it attests.
+struct Attestation {
+    step: Step,
+    provenance: opship_oci::cosign::provenance::Provenance,
+    /// The provenance file written next to the project.
+    file: std::path::PathBuf,
+}
+
 pub(crate) fn release(
     plan: Plan,
     mut options: Options<'_>,
@@ -188,10 +196,21 @@ impl Runner<'_> {
 
     /// Checks and runs a signing step of `subject`.
     fn sign_step(&mut self, id: String, what: &str, subject: Subject) -> Result<()> {
-        let command = self
-            .plan
-            .sign_command(&subject.identity, &subject.reference());
-        let mut step = Step {
+        self.sign_and_attest(id, what, subject, None)
+    }
+
+    /// Checks and runs the signing step of `subject` and, with `attest` (the attestation's
+    /// step id, artifact name and extra inputs) and a registry, the SLSA provenance
+    /// attestation of it. Both need only the image in place and the key, so their checks
+    /// run together and so do their writes; their events follow in plan order.
+    fn sign_and_attest(
+        &mut self,
+        id: String,
+        what: &str,
+        subject: Subject,
+        attest: Option<(String, String, Vec<Resource>)>,
+    ) -> Result<()> {
+        let mut sign = Step {
             id: id.clone(),
             kind: Kind::Sign {
                 subject: subject.clone(),
@@ -201,40 +220,103 @@ impl Runner<'_> {
                 subject.digest,
                 s(&self.plan.key.key)
             ),
-            command,
+            command: self
+                .plan
+                .sign_command(&subject.identity, &subject.reference()),
             reads: vec![subject.reference(), s(&self.plan.key.key)],
             writes: vec![subject.signature_reference()],
             digest: Some(subject.digest.clone()),
             state: State::Planned,
         };
-        let verified = self
-            .rt
-            .block_on(self.signer.verified(self.client.as_ref(), &subject))
-            .map_err(Self::check_err(&id))?;
-        match verified {
-            Some(true) => step.state = State::Done("a signature by this key verifies".into()),
-            None if self.plan.dry_run => step.state = State::AfterEarlier,
+        let attest = match (attest, &self.provenance) {
+            (Some((aid, artifact, extra)), Some(_)) => {
+                Some(self.attestation(aid, what, &subject, artifact, extra)?)
+            }
+            _ => None,
+        };
+        let r = &*self;
+        let (verified, attested) = r.rt.block_on(async {
+            let attested = async {
+                match (&attest, &r.client) {
+                    (Some(a), Some(client)) => Some(
+                        r.signer
+                            .attested(client, &subject, &a.provenance)
+                            .await
+                            .map_err(Self::check_err(&a.step.id)),
+                    ),
+                    (Some(a), None) => Some(Err(Self::check_err(&a.step.id)("no registry".into()))),
+                    (None, _) => None,
+                }
+            };
+            tokio::join!(
+                r.signer.verified(r.client.as_ref(), &subject),
+                attested
+            )
+        });
+        match verified.map_err(Self::check_err(&id))? {
+            Some(true) => sign.state = State::Done("a signature by this key verifies".into()),
+            None if self.plan.dry_run => sign.state = State::AfterEarlier,
             _ => {}
         }
-        self.execute(step, |r| {
-            r.rt.block_on(r.signer.sign(r.client.as_ref(), &subject, &r.plan.version))
-                .map(|_| ())
-        })
+        let mut attest = attest;
+        if let (Some(a), Some(attested)) = (&mut attest, attested) {
+            match attested? {
+                Some(true) => {
+                    a.step.state = State::Done(
+                        "an attestation of this provenance by this key verifies".into(),
+                    )
+                }
+                None if self.plan.dry_run => a.step.state = State::AfterEarlier,
+                _ => {}
+            }
+        }
+
+        let runs = |st: &Step| st.state.pending() && !self.plan.dry_run;
+        let (run_sign, run_attest) = (
+            runs(&sign),
+            attest.as_ref().is_some_and(|a| runs(&a.step)),
+        );
+        let r = &*self;
+        let (signed, attested) = r.rt.block_on(async {
+            let signed = async {
+                if run_sign {
+                    r.signer
+                        .sign(r.client.as_ref(), &subject, &r.plan.version)
+                        .await
+                        .map(|_| ())
+                } else {
+                    Ok(())
+                }
+            };
+            let attested = async {
+                match &attest {
+                    Some(a) if run_attest => r.attest(&subject, a).await,
+                    _ => Ok(()),
+                }
+            };
+            tokio::join!(signed, attested)
+        });
+        self.execute(sign, |_| signed)?;
+        if let Some(a) = attest {
+            self.execute(a.step, |_| attested)?;
+        }
+        Ok(())
     }
 
-    /// Checks and runs the SLSA provenance attestation of `subject` (in a registry), built
-    /// from `artifact` and the release's inputs (`extra` too).
-    fn attest_step(
-        &mut self,
+    /// The attestation step of `subject` with its provenance, built from `artifact` and the
+    /// release's inputs (`extra` too); not checked yet.
+    fn attestation(
+        &self,
         id: String,
         what: &str,
-        subject: Subject,
+        subject: &Subject,
         artifact: String,
         extra: Vec<Resource>,
-    ) -> Result<()> {
-        let Some((source, inputs)) = &self.provenance else {
-            return Ok(());
-        };
+    ) -> Result<Attestation> {
+        let (source, inputs) = self.provenance.as_ref().ok_or_else(|| Error::Check {
+            id: id.clone(),
+            message: "no registry".into(),
+        })?;
         let mut inputs = inputs.clone();
         inputs.extend(extra);
         let provenance = crate::provenance::of(
@@ -254,8 +336,8 @@ impl Runner<'_> {
                 .next()
                 .unwrap_or_default()
         ));
-        let mut step = Step {
-            id: id.clone(),
+        let step = Step {
+            id,
             kind: Kind::Attest {
                 subject: subject.clone(),
             },
@@ -270,34 +352,27 @@ impl Runner<'_> {
             digest: Some(Digest::of(&provenance.to_bytes()).as_str().to_owned()),
             state: State::Planned,
         };
-        let client = self.client.as_ref().ok_or_else(|| Error::Check {
-            id: id.clone(),
-            message: "no registry".into(),
-        })?;
-        let attested = self
-            .rt
-            .block_on(self.signer.attested(client, &subject, &provenance))
-            .map_err(Self::check_err(&id))?;
-        match attested {
-            Some(true) => {
-                step.state =
-                    State::Done("an attestation of this provenance by this key verifies".into())
-            }
-            None if self.plan.dry_run => step.state = State::AfterEarlier,
-            _ => {}
-        }
-        self.execute(step, |r| {
-            let mut bytes =
-                serde_json::to_vec_pretty(&provenance.to_value()).map_err(|e| e.to_string())?;
-            bytes.push(b'\n');
-            std::fs::create_dir_all(r.plan.provenance_dir())
-                .map_err(|e| format!("{}: {e}", s(&r.plan.provenance_dir())))?;
-            opship_core::fsutil::write_atomic_with_mode(&file, &bytes, 0o644)
-                .map_err(|e| e.to_string())?;
-            let client = r.client.as_ref().ok_or("no registry")?;
-            r.rt.block_on(r.signer.attest(client, &subject, &provenance))
-                .map(|_| ())
+        Ok(Attestation {
+            step,
+            provenance,
+            file,
         })
+    }
+
+    /// Writes the provenance file and attests `subject` with it.
+    async fn attest(&self, subject: &Subject, a: &Attestation) -> StepResult {
+        let mut bytes =
+            serde_json::to_vec_pretty(&a.provenance.to_value()).map_err(|e| e.to_string())?;
+        bytes.push(b'\n');
+        std::fs::create_dir_all(self.plan.provenance_dir())
+            .map_err(|e| format!("{}: {e}", s(&self.plan.provenance_dir())))?;
+        opship_core::fsutil::write_atomic_with_mode(&a.file, &bytes, 0o644)
+            .map_err(|e| e.to_string())?;
+        let client = self.client.as_ref().ok_or("no registry")?;
+        self.signer
+            .attest(client, subject, &a.provenance)
+            .await
+            .map(|_| ())
     }
 
     /// Checks and runs a push of the layout tag `tag` to `remote`, whose content is `digest`.
@@ -490,17 +565,19 @@ impl Runner<'_> {
             identity: bundle_repo.clone(),
             location: location(&bundle_repo, &bundle_tag),
         };
-        self.sign_step("sign".into(), "the bundle image", bundle_subject.clone())?;
-        if self.plan.registry.is_some() {
-            let artifact = image_name(&bundle_repo, &self.plan.remote_tag);
-            self.attest_step(
-                "attest".into(),
-                "the bundle image",
-                bundle_subject.clone(),
-                artifact,
+        let attest = self.plan.registry.as_ref().map(|_| {
+            (
+                "attest".to_owned(),
+                image_name(&bundle_repo, &self.plan.remote_tag),
                 vec![],
-            )?;
-        }
+            )
+        });
+        self.sign_and_attest(
+            "sign".into(),
+            "the bundle image",
+            bundle_subject.clone(),
+            attest,
+        )?;
 
         // 5. Catalogs: only now, with the image in place and signed.
         let entry_image = format!("{bundle_repo}@{bundle_digest}");
@@ -740,30 +817,28 @@ impl Runner<'_> {
                     },
                 };
                 signature = Some(subject.signature_reference());
-                self.sign_step(
+                let attest = match &target.remote {
+                    Some(remote) => {
+                        let bundle = Resource {
+                            name: image_name(&self.plan.bundle_repo, &self.plan.remote_tag),
+                            digest: Digest::parse(bundle_digest)
+                                .map_err(|e| Self::check_err("attest-catalog")(e.to_string()))?,
+                        };
+                        let artifact = remote
+                            .rsplit('/')
+                            .next()
+                            .unwrap_or(remote.as_str())
+                            .to_owned();
+                        Some((format!("attest-catalog:{label}"), artifact, vec![bundle]))
+                    }
+                    None => None,
+                };
+                self.sign_and_attest(
                     format!("sign-catalog:{label}"),
                     "the catalog image",
-                    subject.clone(),
+                    subject,
+                    attest,
                 )?;
-                if let Some(remote) = &target.remote {
-                    let bundle = Resource {
-                        name: image_name(&self.plan.bundle_repo, &self.plan.remote_tag),
-                        digest: Digest::parse(bundle_digest)
-                            .map_err(|e| Self::check_err("attest-catalog")(e.to_string()))?,
-                    };
-                    let artifact = remote
-                        .rsplit('/')
-                        .next()
-                        .unwrap_or(remote.as_str())
-                        .to_owned();
-                    self.attest_step(
-                        format!("attest-catalog:{label}"),
-                        "the catalog image",
-                        subject,
-                        artifact,
-                        vec![bundle],
-                    )?;
-                }
             }
             None => {
                 // Dry run before the catalog add: the digest, and so the signature, comes later.
