@@ -31,6 +31,87 @@ pub enum SkipRangePolicy {
     Custom(String),
 }
 
+impl SkipRangePolicy {
+    /// A policy named in `opship.yaml`: `none`, `minor`, `major` or `all`.
+    pub fn parse(name: &str) -> Option<SkipRangePolicy> {
+        match name {
+            "none" => Some(SkipRangePolicy::None),
+            "minor" => Some(SkipRangePolicy::Minor),
+            "major" => Some(SkipRangePolicy::Major),
+            "all" => Some(SkipRangePolicy::All),
+            _ => None,
+        }
+    }
+}
+
+/// What a `catalogs:` target of `opship.yaml` sets for the bundles added to it, as `catalog
+/// add --target` and `release` apply it (flags of `catalog add` win over it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetSettings {
+    /// Its channels, when it names them (else the project's `channels` apply).
+    pub channels: Option<Vec<String>>,
+    /// `csvFormat`, else the format its `ocpVersion` needs, else `olm.bundle.object`.
+    pub format: crate::render::CsvFormat,
+    /// Its `skipRange` policy (`none` when unset).
+    pub skip_range: SkipRangePolicy,
+}
+
+impl TargetSettings {
+    /// The settings of `target`; an error names the target and the value it cannot use.
+    pub fn of(target: &opship_core::config::CatalogTarget) -> Result<TargetSettings> {
+        use crate::render::CsvFormat;
+        let name = &target.name;
+        let format = match (target.csv_format.as_deref(), target.ocp_version.as_deref()) {
+            (Some(f), _) => CsvFormat::parse(f).ok_or_else(|| {
+                Error::Usage(format!(
+                    "catalog target `{name}`: csvFormat `{f}` is not bundle-object or \
+                     csv-metadata"
+                ))
+            })?,
+            (None, Some(v)) => CsvFormat::for_openshift(v).ok_or_else(|| {
+                Error::Usage(format!(
+                    "catalog target `{name}`: ocpVersion `{v}`: expected MAJOR.MINOR like 4.17"
+                ))
+            })?,
+            (None, None) => CsvFormat::BundleObject,
+        };
+        let skip_range = match target.skip_range.as_deref() {
+            None => SkipRangePolicy::None,
+            Some(r) => SkipRangePolicy::parse(r).ok_or_else(|| {
+                Error::Usage(format!(
+                    "catalog target skipRange `{r}`: expected none, minor, major or all"
+                ))
+            })?,
+        };
+        Ok(TargetSettings {
+            channels: target.channels.clone(),
+            format,
+            skip_range,
+        })
+    }
+
+    /// The add options of a release into the target: its channels, else `project_channels`
+    /// (an error when both are empty), its skipRange policy, no default channel.
+    pub fn add_options(&self, target: &str, project_channels: &[String]) -> Result<AddOptions> {
+        let channels = match &self.channels {
+            Some(c) => c.clone(),
+            None if !project_channels.is_empty() => project_channels.to_vec(),
+            None => {
+                return Err(Error::Usage(format!(
+                    "catalog target `{target}`: name its channels (or the project's `channels`)"
+                )));
+            }
+        };
+        Ok(AddOptions {
+            channels,
+            default_channel: None,
+            skip_range: self.skip_range.clone(),
+            skips: SkipsPolicy::None,
+            replace: false,
+        })
+    }
+}
+
 /// Which entries the new entry `skips`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SkipsPolicy {

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use opship_catalog::add::{self, AddOptions, SkipRangePolicy, SkipsPolicy};
+use opship_catalog::add::{self, AddOptions, SkipRangePolicy, SkipsPolicy, TargetSettings};
 use opship_catalog::render::CsvFormat;
 use opship_core::image::{Digest, Image, Layout};
 use opship_oci::Registry;
@@ -73,6 +73,9 @@ pub(crate) fn release(
             Err(Stopped::Error(e)) => return Err(e),
         }
     };
+    on_event(&Event::Planned {
+        steps: plan.step_count(),
+    });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -248,10 +251,7 @@ impl Runner<'_> {
                     (None, _) => None,
                 }
             };
-            tokio::join!(
-                r.signer.verified(r.client.as_ref(), &subject),
-                attested
-            )
+            tokio::join!(r.signer.verified(r.client.as_ref(), &subject), attested)
         });
         match verified.map_err(Self::check_err(&id))? {
             Some(true) => sign.state = State::Done("a signature by this key verifies".into()),
@@ -262,9 +262,8 @@ impl Runner<'_> {
         if let (Some(a), Some(attested)) = (&mut attest, attested) {
             match attested? {
                 Some(true) => {
-                    a.step.state = State::Done(
-                        "an attestation of this provenance by this key verifies".into(),
-                    )
+                    a.step.state =
+                        State::Done("an attestation of this provenance by this key verifies".into())
                 }
                 None if self.plan.dry_run => a.step.state = State::AfterEarlier,
                 _ => {}
@@ -272,10 +271,7 @@ impl Runner<'_> {
         }
 
         let runs = |st: &Step| st.state.pending() && !self.plan.dry_run;
-        let (run_sign, run_attest) = (
-            runs(&sign),
-            attest.as_ref().is_some_and(|a| runs(&a.step)),
-        );
+        let (run_sign, run_attest) = (runs(&sign), attest.as_ref().is_some_and(|a| runs(&a.step)));
         let r = &*self;
         let (signed, attested) = r.rt.block_on(async {
             let signed = async {
@@ -969,7 +965,9 @@ impl Runner<'_> {
             digest: Some(chart_digest.clone()),
             state: State::Planned,
         };
-        if std::fs::read(&archive).is_ok_and(|b| Digest::of(&b).as_str() == chart_digest) {
+        if opship_core::input::read(&archive, opship_core::input::Kind::Blob)
+            .is_ok_and(|b| Digest::of(&b).as_str() == chart_digest)
+        {
             step.state = State::Done("the archive has this digest".into());
         }
         self.execute(step, |_| {
@@ -1125,64 +1123,9 @@ fn add_options(plan: &Plan, i: usize) -> Result<(AddOptions, CsvFormat)> {
             CsvFormat::BundleObject,
         ));
     };
-    let channels = match (&t.channels, c.channels.is_empty()) {
-        (Some(ch), _) => ch.clone(),
-        (None, false) => c.channels.clone(),
-        (None, true) => {
-            return Err(Error::Config(format!(
-                "catalog target `{}`: name its channels (or the project's `channels`)",
-                t.name
-            )));
-        }
-    };
-    let format = match (t.csv_format.as_deref(), t.ocp_version.as_deref()) {
-        (Some("csv-metadata"), _) => CsvFormat::CsvMetadata,
-        (Some("bundle-object"), _) => CsvFormat::BundleObject,
-        (Some(other), _) => {
-            return Err(Error::Config(format!(
-                "catalog target `{}`: csvFormat `{other}` is not bundle-object or csv-metadata",
-                t.name
-            )));
-        }
-        (None, Some(v)) => {
-            let trimmed = v.trim().trim_start_matches('v');
-            let parsed = trimmed
-                .split_once('.')
-                .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
-                .ok_or_else(|| {
-                    Error::Config(format!(
-                        "catalog target `{}`: ocpVersion `{v}`: expected MAJOR.MINOR like 4.17",
-                        t.name
-                    ))
-                })?;
-            // OpenShift 4.17 and newer require `olm.csv.metadata`, 4.16 and older forbid it.
-            if parsed >= (4, 17) {
-                CsvFormat::CsvMetadata
-            } else {
-                CsvFormat::BundleObject
-            }
-        }
-        (None, None) => CsvFormat::BundleObject,
-    };
-    let skip_range = match t.skip_range.as_deref() {
-        Some("minor") => SkipRangePolicy::Minor,
-        Some("major") => SkipRangePolicy::Major,
-        Some("all") => SkipRangePolicy::All,
-        Some("none") | None => SkipRangePolicy::None,
-        Some(other) => {
-            return Err(Error::Config(format!(
-                "catalog target skipRange `{other}`: expected none, minor, major or all"
-            )));
-        }
-    };
-    Ok((
-        AddOptions {
-            channels,
-            default_channel: None,
-            skip_range,
-            skips: SkipsPolicy::None,
-            replace: false,
-        },
-        format,
-    ))
+    let settings = TargetSettings::of(t).map_err(|e| Error::Config(e.to_string()))?;
+    let options = settings
+        .add_options(&t.name, &c.channels)
+        .map_err(|e| Error::Config(e.to_string()))?;
+    Ok((options, settings.format))
 }

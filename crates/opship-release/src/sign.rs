@@ -128,8 +128,8 @@ impl Signer {
             }
         }
         let password = Zeroizing::new(
-            std::fs::read_to_string(pw_file)
-                .map_err(|e| format!("{}: {e}", s(pw_file)))?
+            opship_core::input::read_string(pw_file, opship_core::input::Kind::Secret)
+                .map_err(|e| format!("password file {e}"))?
                 .lines()
                 .next()
                 .unwrap_or("")

@@ -1,0 +1,106 @@
+//! The bundle options of one version of a project: `opship.yaml` (the version's `releases:`
+//! entry over the project-wide settings) with a command's own settings over both. `generate
+//! bundle` (its flags) and `release` (none) generate with these.
+
+use std::collections::BTreeMap;
+
+use super::{Options, parse_version, rfc3339_from_epoch};
+use crate::config::{OperatorImage, Project};
+use crate::error::Result;
+
+/// Settings given over the project's (`generate bundle`'s flags); the default is none.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// Channels, over the release's and the project's.
+    pub channels: Option<Vec<String>>,
+    /// The default channel; `Some("")` is "no default channel".
+    pub default_channel: Option<String>,
+    /// `spec.replaces`.
+    pub replaces: Option<String>,
+    /// `spec.skips`.
+    pub skips: Option<Vec<String>>,
+    /// The `olm.skipRange` annotation.
+    pub skip_range: Option<String>,
+    /// `createdAt`.
+    pub created_at: Option<String>,
+    /// Service accounts kept although no deployment uses them.
+    pub extra_service_accounts: Option<Vec<String>>,
+    /// Kinds left out besides the project's (whose default is `Namespace`).
+    pub exclude_kinds: Vec<String>,
+    /// Labels over the project's.
+    pub labels: BTreeMap<String, String>,
+    /// The operator image instead of the project's.
+    pub operator: Option<OperatorImage>,
+}
+
+/// The options that generate `version` of `package`: each setting from `overrides`, else
+/// the version's `releases:` entry, else the project's; `createdAt` falls back to
+/// `source_date_epoch` (`SOURCE_DATE_EPOCH`).
+pub fn options(
+    project: Option<&Project>,
+    package: &str,
+    version: &str,
+    overrides: &Overrides,
+    source_date_epoch: Option<i64>,
+) -> Result<Options> {
+    let semver = parse_version(version)?;
+    let config = project.map(|p| &p.config);
+    let release = project.and_then(|p| p.release(version));
+    let mut labels = config.map(|c| c.labels.clone()).unwrap_or_default();
+    labels.extend(overrides.labels.clone());
+    // The flag adds to the list: replacing it would make `--exclude-kind Job` refuse the
+    // Namespace every kubebuilder project emits.
+    let mut exclude_kinds = config
+        .and_then(|c| c.exclude_kinds.clone())
+        .unwrap_or_else(|| vec!["Namespace".to_owned()]);
+    for k in &overrides.exclude_kinds {
+        if !exclude_kinds.contains(k) {
+            exclude_kinds.push(k.clone());
+        }
+    }
+    let operator = overrides
+        .operator
+        .as_ref()
+        .or_else(|| config.and_then(|c| c.operator.as_ref()));
+    Ok(Options {
+        package: package.to_owned(),
+        version: semver,
+        channels: overrides
+            .channels
+            .clone()
+            .or_else(|| release.and_then(|r| r.channels.clone()))
+            .or_else(|| config.map(|c| c.channels.clone()))
+            .unwrap_or_default(),
+        default_channel: overrides
+            .default_channel
+            .clone()
+            .or_else(|| config.and_then(|c| c.default_channel.clone()))
+            .filter(|d| !d.is_empty()),
+        replaces: overrides
+            .replaces
+            .clone()
+            .or_else(|| release.and_then(|r| r.replaces.clone())),
+        skips: overrides
+            .skips
+            .clone()
+            .or_else(|| release.map(|r| r.skips.clone()))
+            .unwrap_or_default(),
+        skip_range: overrides
+            .skip_range
+            .clone()
+            .or_else(|| release.and_then(|r| r.skip_range.clone())),
+        created_at: overrides
+            .created_at
+            .clone()
+            .or_else(|| release.and_then(|r| r.created_at.clone()))
+            .or_else(|| source_date_epoch.map(rfc3339_from_epoch)),
+        extra_service_accounts: overrides
+            .extra_service_accounts
+            .clone()
+            .or_else(|| config.map(|c| c.extra_service_accounts.clone()))
+            .unwrap_or_default(),
+        exclude_kinds,
+        labels,
+        operator_image: operator.map(|o| (o.placeholder().to_owned(), o.reference(version))),
+    })
+}
