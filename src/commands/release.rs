@@ -61,6 +61,11 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
             return;
         }
         if jsonl {
+            // The stream stays one object per step event and note (consumers rely on it); the
+            // step count is for the bar.
+            if matches!(e, Event::Planned { .. }) {
+                return;
+            }
             if !matches!(e, Event::Findings(_)) || !quiet {
                 // One write per line: stderr is unbuffered, and a JSON value printed straight
                 // to it is one write per token.

@@ -28,8 +28,10 @@ pub enum Event<'a> {
 }
 
 impl Event<'_> {
-    /// The event as one JSON object (`--events jsonl`): `event` is `plan` (with the number
-    /// of `steps`), `start`, `finish`, `skip`, `note` or `findings`; step events carry the step's id, status, digest and `opship` command line.
+    /// The event as one JSON object: `event` is `plan` (with the number of `steps`; `opship
+    /// release --events jsonl` leaves it out, its lines are step events and notes), `start`,
+    /// `finish`, `skip`, `note` or `findings`; step events carry the step's id, status,
+    /// digest and `opship` command line.
     pub fn to_json(&self) -> serde_json::Value {
         let step = |name: &str, s: &Step| {
             serde_json::json!({

@@ -3,6 +3,7 @@
 //! libraries, with one registry client and one signer for the whole release.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use opship_catalog::add::{self, AddOptions, SkipRangePolicy, SkipsPolicy, TargetSettings};
 use opship_catalog::render::CsvFormat;
@@ -26,7 +27,11 @@ use crate::{Options, Outcome};
 struct Runner<'e> {
     plan: Plan,
     rt: tokio::runtime::Runtime,
-    client: Option<Registry>,
+    client: Option<Arc<Registry>>,
+    /// Digests of the images this release pushed (known to be there).
+    pushed: Vec<String>,
+    /// The chart push, started once the last catalog validates (see [`Runner::start_chart_push`]).
+    chart_push: Option<ChartPushJob>,
     signer: Signer,
     /// The provenance's source and inputs, with a registry (attestations are registry-only).
     provenance: Option<(Option<Source>, Vec<Resource>)>,
@@ -36,6 +41,23 @@ struct Runner<'e> {
 }
 
 type StepResult = std::result::Result<(), String>;
+
+/// The chart push started ahead: what the registry held under the chart's tag when that is
+/// this chart already, else the outcome of the push (the manifest digest or the error).
+enum ChartPushed {
+    Held(opship_oci::registry::RawManifest),
+    Pushed(std::result::Result<String, String>),
+}
+
+/// The task of the chart push; an error is the failed lookup of the tag.
+type ChartPushJob = tokio::task::JoinHandle<std::result::Result<ChartPushed, String>>;
+
+/// Whether the chart manifest `m` holds the archive with `digest`: the manifest's one layer is
+/// the archive, so the same digest is the same chart.
+fn holds_chart(m: &opship_oci::registry::RawManifest, digest: &str) -> bool {
+    serde_json::from_slice::<serde_json::Value>(&m.bytes)
+        .is_ok_and(|v| v["layers"][0]["digest"].as_str() == Some(digest))
+}
 
 /// An attestation step with what it attests.
 struct Attestation {
@@ -80,7 +102,7 @@ pub(crate) fn release(
         .enable_all()
         .build()?;
     let client = match &plan.registry {
-        Some(ns) => Some(client_for(ns, &options)?),
+        Some(ns) => Some(Arc::new(client_for(ns, &options)?)),
         None => None,
     };
     let provenance = match source {
@@ -99,6 +121,8 @@ pub(crate) fn release(
         plan,
         rt,
         client,
+        chart_push: None,
+        pushed: Vec::new(),
         signer,
         on_event,
     };
@@ -237,13 +261,14 @@ impl Runner<'_> {
             }
             _ => None,
         };
+        let pushed = self.pushed.contains(&subject.digest);
         let r = &*self;
         let (verified, attested) = r.rt.block_on(async {
             let attested = async {
                 match (&attest, &r.client) {
                     (Some(a), Some(client)) => Some(
                         r.signer
-                            .attested(client, &subject, &a.provenance)
+                            .attested(client, &subject, &a.provenance, pushed)
                             .await
                             .map_err(Self::check_err(&a.step.id)),
                     ),
@@ -251,7 +276,10 @@ impl Runner<'_> {
                     (None, _) => None,
                 }
             };
-            tokio::join!(r.signer.verified(r.client.as_ref(), &subject), attested)
+            tokio::join!(
+                r.signer.verified(r.client.as_deref(), &subject, pushed),
+                attested
+            )
         });
         match verified.map_err(Self::check_err(&id))? {
             Some(true) => sign.state = State::Done("a signature by this key verifies".into()),
@@ -277,7 +305,7 @@ impl Runner<'_> {
             let signed = async {
                 if run_sign {
                     r.signer
-                        .sign(r.client.as_ref(), &subject, &r.plan.version)
+                        .sign(r.client.as_deref(), &subject, &r.plan.version)
                         .await
                         .map(|_| ())
                 } else {
@@ -422,7 +450,19 @@ impl Runner<'_> {
             r.rt.block_on(client.push_from_layout(&layout, &tag, &target, None))
                 .map(|_| ())
                 .map_err(|e| e.to_string())
-        })
+        })?;
+        self.note_pushed();
+        Ok(())
+    }
+
+    /// Records the digest of the last step when it pushed (ran).
+    fn note_pushed(&mut self) {
+        if let Some(st) = self.plan.steps.last()
+            && st.state == State::Ran
+            && let Some(d) = &st.digest
+        {
+            self.pushed.push(d.clone());
+        }
     }
 
     fn steps(
@@ -579,7 +619,7 @@ impl Runner<'_> {
         let entry_image = format!("{bundle_repo}@{bundle_digest}");
         let mut catalogs = Vec::new();
         for i in 0..self.plan.catalogs.len() {
-            match self.catalog_steps(i, &entry_image, &bundle_digest, options)? {
+            match self.catalog_steps(i, &entry_image, &bundle_digest, staged, options)? {
                 Ok(c) => catalogs.push(c),
                 Err(invalid) => return Ok(Err(invalid)),
             }
@@ -629,6 +669,7 @@ impl Runner<'_> {
         i: usize,
         entry_image: &str,
         bundle_digest: &str,
+        staged: &Staged,
         options: &Options<'_>,
     ) -> Result<std::result::Result<CatalogSummary, Outcome>> {
         let target = self.plan.catalogs[i].clone();
@@ -733,6 +774,9 @@ impl Runner<'_> {
             (self.on_event)(&Event::Skipped(&step));
         }
         self.plan.steps.push(step);
+        if i + 1 == self.plan.catalogs.len() {
+            self.start_chart_push(staged, options)?;
+        }
 
         // The catalog image: built in memory first for its digest.
         let build_opts = opship_catalog::build::BuildOptions {
@@ -902,6 +946,50 @@ impl Runner<'_> {
         }))
     }
 
+    /// Starts the chart push (with its lookup of the tag) as a task of the runtime, which runs
+    /// it while the catalog image is pushed, signed and attested; [`Runner::chart_steps`]
+    /// takes its outcome, so the steps and their events stay in plan order. Started only once
+    /// the catalogs validate (a release stopped by an invalid catalog pushes no chart), never
+    /// in a dry run.
+    fn start_chart_push(&mut self, staged: &Staged, options: &Options<'_>) -> Result<()> {
+        let (Some(ns), Some(client)) = (self.plan.registry.clone(), self.client.clone()) else {
+            return Ok(());
+        };
+        if self.plan.dry_run {
+            return Ok(());
+        }
+        let package = &staged.package;
+        let archive = self.plan.chart_out.join(package.file_name());
+        let artifact = chart_artifact(package, &archive, options)?;
+        let remote = format!(
+            "{ns}/{}:{}",
+            staged.chart_name,
+            package.version.replace('+', "_")
+        );
+        let reference = parse_reference(&remote).map_err(|e| Error::Config(e.to_string()))?;
+        let (name, version, digest) = (
+            staged.chart_name.clone(),
+            package.version.clone(),
+            package.digest(),
+        );
+        self.chart_push = Some(self.rt.spawn(async move {
+            let held = client
+                .manifest_if_any(&reference)
+                .await
+                .map_err(|e| format!("looking up {remote}: {e}"))?;
+            if let Some(m) = held.filter(|m| holds_chart(m, &digest)) {
+                return Ok(ChartPushed::Held(m));
+            }
+            let pushed = client
+                .push_chart(&ns, &name, &version, &artifact, false)
+                .await
+                .map(|p| p.digest)
+                .map_err(|e| e.to_string());
+            Ok(ChartPushed::Pushed(pushed))
+        }));
+        Ok(())
+    }
+
     /// The chart steps: render, package, and with a registry push and sign.
     fn chart_steps(&mut self, staged: &Staged, options: &Options<'_>) -> Result<ChartSummary> {
         let chart_out = self.plan.chart_out.clone();
@@ -1015,12 +1103,24 @@ impl Runner<'_> {
             digest: Some(manifest_digest.clone()),
             state: State::Planned,
         };
-        // The chart manifest's one layer is the archive: same digest, same chart. A different
-        // chart under the tag is refused by the push itself.
-        if let Some(m) = self.remote_manifest("push-chart", &remote)?
-            && serde_json::from_slice::<serde_json::Value>(&m.bytes)
-                .is_ok_and(|v| v["layers"][0]["digest"].as_str() == Some(chart_digest.as_str()))
-        {
+        // A different chart under the tag is refused by the push itself.
+        let ahead = match self.chart_push.take() {
+            Some(job) => Some(
+                self.rt
+                    .block_on(job)
+                    .map_err(|e| Self::check_err("push-chart")(e.to_string()))?
+                    .map_err(Self::check_err("push-chart"))?,
+            ),
+            None => None,
+        };
+        let held = match &ahead {
+            Some(ChartPushed::Held(m)) => Some(m.clone()),
+            Some(ChartPushed::Pushed(_)) => None,
+            None => self
+                .remote_manifest("push-chart", &remote)?
+                .filter(|m| holds_chart(m, &chart_digest)),
+        };
+        if let Some(m) = held {
             step.state = State::Done("the registry holds this chart archive".into());
             step.digest = Some(m.digest.as_str().to_owned());
         }
@@ -1028,11 +1128,16 @@ impl Runner<'_> {
         let version = package.version.clone();
         let pushed_digest = std::cell::RefCell::new(None);
         self.execute(step, |r| {
-            let client = r.client.as_ref().ok_or("no registry")?;
-            let p =
-                r.rt.block_on(client.push_chart(&ns, &name, &version, &artifact, false))
-                    .map_err(|e| e.to_string())?;
-            *pushed_digest.borrow_mut() = Some(p.digest);
+            let digest = match ahead {
+                Some(ChartPushed::Pushed(pushed)) => pushed?,
+                _ => {
+                    let client = r.client.as_ref().ok_or("no registry")?;
+                    r.rt.block_on(client.push_chart(&ns, &name, &version, &artifact, false))
+                        .map_err(|e| e.to_string())?
+                        .digest
+                }
+            };
+            *pushed_digest.borrow_mut() = Some(digest);
             Ok(())
         })?;
         let manifest_digest = pushed_digest
@@ -1042,6 +1147,7 @@ impl Runner<'_> {
         if let Some(last) = self.plan.steps.last_mut() {
             last.digest = Some(manifest_digest.clone());
         }
+        self.note_pushed();
         let repository = format!("{ns}/{}", staged.chart_name);
         let subject = Subject {
             digest: manifest_digest.clone(),

@@ -154,11 +154,13 @@ impl Signer {
     }
 
     /// Whether a signature by the release key for the subject's identity verifies: `None`
-    /// when that cannot be known yet (no public key, or the image is not there).
+    /// when that cannot be known yet (no public key, or the image is not there). `pushed`: the
+    /// release has just pushed the image, so it is not looked up first.
     pub(crate) async fn verified(
         &self,
         client: Option<&Registry>,
         subject: &Subject,
+        pushed: bool,
     ) -> Result<Option<bool>, String> {
         let Some(key) = self.public()? else {
             return Ok(None);
@@ -178,11 +180,12 @@ impl Signer {
             (Location::Registry { repository }, Some(client)) => {
                 let reference = parse_reference(&format!("{repository}@{}", subject.digest))
                     .map_err(|e| e.to_string())?;
-                if client
-                    .manifest_if_any(&reference)
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .is_none()
+                if !pushed
+                    && client
+                        .manifest_if_any(&reference)
+                        .await
+                        .map_err(|e| e.to_string())?
+                        .is_none()
                 {
                     return Ok(None);
                 }
@@ -226,22 +229,25 @@ impl Signer {
     }
 
     /// Whether an attestation by the release key of exactly this provenance (the same
-    /// statement) for the subject verifies: `None` when that cannot be known yet.
+    /// statement) for the subject verifies: `None` when that cannot be known yet (`pushed` as
+    /// for [`Signer::verified`]).
     pub(crate) async fn attested(
         &self,
         client: &Registry,
         subject: &Subject,
         provenance: &Provenance,
+        pushed: bool,
     ) -> Result<Option<bool>, String> {
         let Some(key) = self.public()? else {
             return Ok(None);
         };
         let reference = registry_reference(subject)?;
-        if client
-            .manifest_if_any(&reference)
-            .await
-            .map_err(|e| e.to_string())?
-            .is_none()
+        if !pushed
+            && client
+                .manifest_if_any(&reference)
+                .await
+                .map_err(|e| e.to_string())?
+                .is_none()
         {
             return Ok(None);
         }
