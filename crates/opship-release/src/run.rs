@@ -83,6 +83,13 @@ pub(crate) fn release(
         let root = plan.project.root.clone();
         std::thread::spawn(move || crate::provenance::source(&root))
     });
+    // So is the registry client (credentials, and the system's CA certificates: most of its
+    // cost, paid even for a plain-HTTP registry).
+    let client = plan.registry.clone().map(|ns| {
+        let mut o = options.registry_options.clone();
+        o.insecure |= options.insecure;
+        std::thread::spawn(move || client_for(&ns, o))
+    });
     let before = snapshot(&plan.written_roots());
     let staged = {
         let mut warn = |w: Warning<'_>| match w {
@@ -101,8 +108,10 @@ pub(crate) fn release(
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let client = match &plan.registry {
-        Some(ns) => Some(Arc::new(client_for(ns, &options)?)),
+    let client = match client {
+        Some(c) => Some(Arc::new(c.join().map_err(|_| {
+            Error::Config("setting up the registry client failed".into())
+        })??)),
         None => None,
     };
     let provenance = match source {
@@ -150,7 +159,7 @@ pub(crate) fn release(
 }
 
 /// The one registry client of the release (credentials looked up once).
-fn client_for(ns: &str, options: &Options<'_>) -> Result<Registry> {
+fn client_for(ns: &str, o: opship_oci::Options) -> Result<Registry> {
     let probe =
         parse_reference(&format!("{ns}/probe:latest")).map_err(|e| Error::Config(e.to_string()))?;
     let found = opship_oci::auth::lookup(
@@ -163,8 +172,6 @@ fn client_for(ns: &str, options: &Options<'_>) -> Result<Registry> {
         probe.resolve_registry(),
         found.source
     );
-    let mut o = options.registry_options.clone();
-    o.insecure |= options.insecure;
     Ok(Registry::new(&probe, found.auth, o))
 }
 

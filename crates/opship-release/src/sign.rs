@@ -60,6 +60,13 @@ impl Signer {
         if self.private.get().is_some() || !self.plan.key.is_file() {
             return;
         }
+        // The first use of the crypto library's random generator seeds it from CPU jitter
+        // (aws-lc: tens of milliseconds, once per process). Drawn on a thread of its own, a
+        // throwaway key makes that happen beside scrypt instead of after it, at the first
+        // signature.
+        let _ = std::thread::Builder::new()
+            .name("seed-rng".into())
+            .spawn(|| drop(PrivateKey::generate()));
         let plan = self.plan.clone();
         let password = self.password.clone();
         // Without a thread (the system refuses one) the key is decrypted when first needed.
