@@ -579,3 +579,64 @@ pub fn deprecate(index: &Path, package: &str, target: Target, message: &str) -> 
     commit(&cat, &file, format)?;
     Ok(file)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::CsvFormat;
+    use opship_core::config::CatalogTarget;
+
+    fn target(
+        ocp: Option<&str>,
+        format: Option<&str>,
+        skip_range: Option<&str>,
+        channels: Option<&[&str]>,
+    ) -> CatalogTarget {
+        CatalogTarget {
+            name: "t".into(),
+            dir: "catalogs/t".into(),
+            ocp_version: ocp.map(str::to_owned),
+            csv_format: format.map(str::to_owned),
+            channels: channels.map(|c| c.iter().map(|s| s.to_string()).collect()),
+            skip_range: skip_range.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_target_gives_its_format_skip_range_and_channels() {
+        let s = TargetSettings::of(&target(Some("4.17"), None, Some("minor"), None)).unwrap();
+        assert_eq!(s.format, CsvFormat::CsvMetadata);
+        assert_eq!(s.skip_range, SkipRangePolicy::Minor);
+        let s = TargetSettings::of(&target(Some("v4.16"), None, None, None)).unwrap();
+        assert_eq!(s.format, CsvFormat::BundleObject);
+        assert_eq!(s.skip_range, SkipRangePolicy::None);
+        // csvFormat wins over ocpVersion.
+        let s = TargetSettings::of(&target(Some("4.18"), Some("bundle-object"), None, None));
+        assert_eq!(s.unwrap().format, CsvFormat::BundleObject);
+
+        let own = TargetSettings::of(&target(None, None, None, Some(&["fast"]))).unwrap();
+        let opts = own.add_options("t", &["stable".to_owned()]).unwrap();
+        assert_eq!(opts.channels, ["fast"]);
+        let none = TargetSettings::of(&target(None, None, None, None)).unwrap();
+        assert_eq!(
+            none.add_options("t", &["stable".to_owned()])
+                .unwrap()
+                .channels,
+            ["stable"]
+        );
+        let e = none.add_options("t", &[]).unwrap_err().to_string();
+        assert!(e.contains("catalog target `t`: name its channels"), "{e}");
+    }
+
+    #[test]
+    fn a_target_with_a_value_it_cannot_use_is_an_error_naming_it() {
+        for (t, what) in [
+            (target(Some("4"), None, None, None), "ocpVersion `4`"),
+            (target(None, Some("json"), None, None), "csvFormat `json`"),
+            (target(None, None, Some("patch"), None), "skipRange `patch`"),
+        ] {
+            let e = TargetSettings::of(&t).unwrap_err().to_string();
+            assert!(e.contains(what), "{e}");
+        }
+    }
+}

@@ -104,3 +104,59 @@ pub fn options(
         operator_image: operator.map(|o| (o.placeholder().to_owned(), o.reference(version))),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn project(yaml: &str) -> (tempfile::TempDir, Project) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("opship.yaml");
+        std::fs::write(&path, yaml).unwrap();
+        let p = Project::load(&path).unwrap();
+        (dir, p)
+    }
+
+    const CONFIG: &str = "package: demo\nchannels: [stable]\ndefaultChannel: stable\n\
+        labels: {team: a}\nreleases:\n  - version: 0.2.0\n    replaces: demo.v0.1.0\n    \
+        channels: [fast]\n    createdAt: \"2026-01-01T00:00:00Z\"\n";
+
+    #[test]
+    fn the_release_entry_wins_over_the_project_and_flags_over_both() {
+        let (_d, p) = project(CONFIG);
+        let o = options(Some(&p), "demo", "0.2.0", &Overrides::default(), Some(0)).unwrap();
+        assert_eq!(o.channels, ["fast"]);
+        assert_eq!(o.replaces.as_deref(), Some("demo.v0.1.0"));
+        assert_eq!(o.default_channel.as_deref(), Some("stable"));
+        assert_eq!(o.created_at.as_deref(), Some("2026-01-01T00:00:00Z"));
+        assert_eq!(o.exclude_kinds, ["Namespace"]);
+        // A version without an entry: the project's settings, createdAt from the epoch.
+        let o = options(Some(&p), "demo", "0.3.0", &Overrides::default(), Some(0)).unwrap();
+        assert_eq!(o.channels, ["stable"]);
+        assert_eq!(o.replaces, None);
+        assert_eq!(o.created_at.as_deref(), Some("1970-01-01T00:00:00Z"));
+
+        let flags = Overrides {
+            channels: Some(vec!["candidate".into()]),
+            default_channel: Some(String::new()),
+            exclude_kinds: vec!["Job".into(), "Namespace".into()],
+            labels: [("team".to_owned(), "b".to_owned())].into(),
+            ..Overrides::default()
+        };
+        let o = options(Some(&p), "demo", "0.2.0", &flags, None).unwrap();
+        assert_eq!(o.channels, ["candidate"]);
+        // `--default-channel ""`: none, over the config's.
+        assert_eq!(o.default_channel, None);
+        // Added to the default, each once.
+        assert_eq!(o.exclude_kinds, ["Namespace", "Job"]);
+        assert_eq!(o.labels["team"], "b");
+    }
+
+    #[test]
+    fn without_a_project_only_the_overrides_count() {
+        let o = options(None, "demo", "1.0.0", &Overrides::default(), None).unwrap();
+        assert!(o.channels.is_empty());
+        assert_eq!(o.created_at, None);
+        assert!(options(None, "demo", "v1.0", &Overrides::default(), None).is_err());
+    }
+}
