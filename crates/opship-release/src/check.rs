@@ -77,9 +77,21 @@ pub(crate) fn files_of(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         };
         for e in entries.flatten() {
             let p = e.path();
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
+            let Ok(kind) = e.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
                 walk(root, &p, out);
-            } else if let (Ok(rel), Ok(bytes)) = (p.strip_prefix(root), read(root, &p)) {
+                continue;
+            }
+            // Only a symlink needs resolving (a path check per file costs a release re-run
+            // a tenth of its time).
+            let bytes = if kind.is_symlink() {
+                input::read_in_tree(root, &p, input::Kind::Blob)
+            } else {
+                input::read(&p, input::Kind::Blob)
+            };
+            if let (Ok(rel), Ok(bytes)) = (p.strip_prefix(root), bytes) {
                 out.insert(rel.to_path_buf(), bytes);
             }
         }
@@ -87,11 +99,6 @@ pub(crate) fn files_of(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut out = BTreeMap::new();
     walk(dir, dir, &mut out);
     out
-}
-
-/// A file of the tree `root` (a release's output), read bounded.
-pub(crate) fn read(root: &Path, path: &Path) -> opship_core::Result<Vec<u8>> {
-    input::read_in_tree(root, path, input::Kind::Blob)
 }
 
 /// sha256 of every file under `roots`, for the files a release changed.
