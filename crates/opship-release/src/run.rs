@@ -49,8 +49,23 @@ enum ChartPushed {
     Pushed(std::result::Result<String, String>),
 }
 
+/// What the chart task did: the push, and then, with the key decrypted already, the check and
+/// the writing of the chart's signature.
+struct ChartAhead {
+    pushed: ChartPushed,
+    sign: Option<SignAhead>,
+}
+
+/// A signing step's check and write done ahead: the subject, whether a signature by the key
+/// verified, and the signing when it did not.
+struct SignAhead {
+    subject: Subject,
+    verified: std::result::Result<Option<bool>, String>,
+    signed: Option<StepResult>,
+}
+
 /// The task of the chart push; an error is the failed lookup of the tag.
-type ChartPushJob = tokio::task::JoinHandle<std::result::Result<ChartPushed, String>>;
+type ChartPushJob = tokio::task::JoinHandle<std::result::Result<ChartAhead, String>>;
 
 /// Whether the chart manifest `m` holds the archive with `digest`: the manifest's one layer is
 /// the archive, so the same digest is the same chart.
@@ -229,8 +244,14 @@ impl Runner<'_> {
     }
 
     /// Checks and runs a signing step of `subject`.
-    fn sign_step(&mut self, id: String, what: &str, subject: Subject) -> Result<()> {
-        self.sign_and_attest(id, what, subject, None)
+    fn sign_step(
+        &mut self,
+        id: String,
+        what: &str,
+        subject: Subject,
+        ahead: Option<SignAhead>,
+    ) -> Result<()> {
+        self.sign_and_attest_ahead(id, what, subject, None, ahead)
     }
 
     /// Checks and runs the signing step of `subject` and, with `attest` (the attestation's
@@ -244,6 +265,23 @@ impl Runner<'_> {
         subject: Subject,
         attest: Option<(String, String, Vec<Resource>)>,
     ) -> Result<()> {
+        self.sign_and_attest_ahead(id, what, subject, attest, None)
+    }
+
+    /// [`Runner::sign_and_attest`], with the signature's check and write taken from `ahead`
+    /// when they were done beside the steps (for this same subject).
+    fn sign_and_attest_ahead(
+        &mut self,
+        id: String,
+        what: &str,
+        subject: Subject,
+        attest: Option<(String, String, Vec<Resource>)>,
+        ahead: Option<SignAhead>,
+    ) -> Result<()> {
+        let (ahead_verified, ahead_signed) = match ahead {
+            Some(a) if a.subject == subject => (Some(a.verified), a.signed),
+            _ => (None, None),
+        };
         let mut sign = Step {
             id: id.clone(),
             kind: Kind::Sign {
@@ -283,10 +321,17 @@ impl Runner<'_> {
                     (None, _) => None,
                 }
             };
-            tokio::join!(
-                r.signer.verified(r.client.as_deref(), &subject, pushed),
-                attested
-            )
+            let verified = async {
+                match ahead_verified {
+                    Some(v) => v,
+                    None => {
+                        r.signer
+                            .verified(r.client.as_deref(), &subject, pushed)
+                            .await
+                    }
+                }
+            };
+            tokio::join!(verified, attested)
         });
         match verified.map_err(Self::check_err(&id))? {
             Some(true) => sign.state = State::Done("a signature by this key verifies".into()),
@@ -310,7 +355,9 @@ impl Runner<'_> {
         let r = &*self;
         let (signed, attested) = r.rt.block_on(async {
             let signed = async {
-                if run_sign {
+                if let (true, Some(done)) = (run_sign, ahead_signed) {
+                    done
+                } else if run_sign {
                     r.signer
                         .sign(r.client.as_deref(), &subject, &r.plan.version)
                         .await
@@ -979,20 +1026,61 @@ impl Runner<'_> {
             package.version.clone(),
             package.digest(),
         );
+        // The signature too when the key is decrypted already (a first release has signed the
+        // bundle image by now); else `sign-chart` checks and signs in its turn.
+        let keys = match (self.signer.public(), self.signer.decrypted()) {
+            (Ok(Some(public)), Some(private)) => Some((public.clone(), private)),
+            _ => None,
+        };
+        let release = self.plan.version.clone();
         self.chart_push = Some(self.rt.spawn(async move {
             let held = client
                 .manifest_if_any(&reference)
                 .await
                 .map_err(|e| format!("looking up {remote}: {e}"))?;
-            if let Some(m) = held.filter(|m| holds_chart(m, &digest)) {
-                return Ok(ChartPushed::Held(m));
-            }
-            let pushed = client
-                .push_chart(&ns, &name, &version, &artifact, false)
-                .await
-                .map(|p| p.digest)
-                .map_err(|e| e.to_string());
-            Ok(ChartPushed::Pushed(pushed))
+            let pushed = match held.filter(|m| holds_chart(m, &digest)) {
+                Some(m) => ChartPushed::Held(m),
+                None => ChartPushed::Pushed(
+                    client
+                        .push_chart(&ns, &name, &version, &artifact, false)
+                        .await
+                        .map(|p| p.digest)
+                        .map_err(|e| e.to_string()),
+                ),
+            };
+            let manifest = match &pushed {
+                ChartPushed::Held(m) => Some((m.digest.as_str().to_owned(), false)),
+                ChartPushed::Pushed(Ok(d)) => Some((d.clone(), true)),
+                ChartPushed::Pushed(Err(_)) => None,
+            };
+            let sign = match (manifest, keys) {
+                (Some((digest, just_pushed)), Some((public, private))) => {
+                    let repository = format!("{ns}/{name}");
+                    let subject = Subject {
+                        digest,
+                        identity: repository.clone(),
+                        location: Location::Registry { repository },
+                    };
+                    let verified =
+                        crate::sign::verified(Some(&client), Some(&public), &subject, just_pushed)
+                            .await;
+                    let signed = match verified {
+                        Ok(Some(true)) | Err(_) => None,
+                        Ok(_) => Some(
+                            crate::sign::sign(&private, Some(&client), &subject, &release)
+                                .await
+                                .map(|_| ()),
+                        ),
+                    };
+                    Some(SignAhead {
+                        subject,
+                        verified,
+                        signed,
+                    })
+                }
+                _ => None,
+            };
+            Ok(ChartAhead { pushed, sign })
         }));
         Ok(())
     }
@@ -1120,6 +1208,10 @@ impl Runner<'_> {
             ),
             None => None,
         };
+        let (ahead, sign_ahead) = match ahead {
+            Some(a) => (Some(a.pushed), a.sign),
+            None => (None, None),
+        };
         let held = match &ahead {
             Some(ChartPushed::Held(m)) => Some(m.clone()),
             Some(ChartPushed::Pushed(_)) => None,
@@ -1162,7 +1254,7 @@ impl Runner<'_> {
             location: Location::Registry { repository },
         };
         summary.signature = Some(subject.signature_reference());
-        self.sign_step("sign-chart".into(), "the chart", subject)?;
+        self.sign_step("sign-chart".into(), "the chart", subject, sign_ahead)?;
         summary.reference = Some(format!("oci://{remote}"));
         summary.manifest_digest = Some(manifest_digest);
         Ok(summary)

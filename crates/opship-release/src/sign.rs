@@ -6,6 +6,7 @@
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use opship_oci::Registry;
@@ -24,7 +25,7 @@ use crate::step::{Location, Subject};
 pub(crate) struct Signer {
     plan: KeyPlan,
     password: Option<Zeroizing<String>>,
-    private: OnceCell<PrivateKey>,
+    private: OnceCell<Arc<PrivateKey>>,
     /// The key being decrypted on another thread, started before staging on a first release
     /// so that scrypt (cosign's N = 32768) overlaps with the steps before the first signature.
     decrypting: RefCell<Option<JoinHandle<Result<PrivateKey, String>>>>,
@@ -78,6 +79,11 @@ impl Signer {
         }
     }
 
+    /// The private key when it is decrypted already (for work that runs beside the steps).
+    pub(crate) fn decrypted(&self) -> Option<Arc<PrivateKey>> {
+        self.private.get().cloned()
+    }
+
     /// The decrypted private key (scrypt runs once per release).
     fn private(&self) -> Result<&PrivateKey, String> {
         if let Some(k) = self.private.get() {
@@ -90,7 +96,7 @@ impl Signer {
                 .map_err(|_| "decrypting the signing key failed".to_owned())??,
             None => decrypt(&self.plan, self.password.as_ref())?,
         };
-        Ok(self.private.get_or_init(|| key))
+        Ok(self.private.get_or_init(|| Arc::new(key)))
     }
 
     /// Writes the default key: a random password (mode 0600) next to the key it opens, a
@@ -156,7 +162,7 @@ impl Signer {
             0o644,
         )
         .map_err(|e| io(&e))?;
-        let _ = self.private.set(key);
+        let _ = self.private.set(Arc::new(key));
         Ok(())
     }
 
@@ -169,40 +175,7 @@ impl Signer {
         subject: &Subject,
         pushed: bool,
     ) -> Result<Option<bool>, String> {
-        let Some(key) = self.public()? else {
-            return Ok(None);
-        };
-        let policy = Policy {
-            identity: Identity::Repository(subject.identity.clone()),
-            annotations: BTreeMap::new(),
-        };
-        let report = match (&subject.location, client) {
-            (Location::Layout { dir, tag }, _) => {
-                if crate::check::layout_digest(dir, tag).as_deref() != Some(subject.digest.as_str())
-                {
-                    return Ok(None);
-                }
-                verification::verify_layout(dir, tag, key, &policy).map_err(|e| e.to_string())?
-            }
-            (Location::Registry { repository }, Some(client)) => {
-                let reference = parse_reference(&format!("{repository}@{}", subject.digest))
-                    .map_err(|e| e.to_string())?;
-                if !pushed
-                    && client
-                        .manifest_if_any(&reference)
-                        .await
-                        .map_err(|e| e.to_string())?
-                        .is_none()
-                {
-                    return Ok(None);
-                }
-                verification::verify_remote(client, &reference, key, &policy)
-                    .await
-                    .map_err(|e| e.to_string())?
-            }
-            (Location::Registry { .. }, None) => return Err("no registry client".into()),
-        };
-        Ok(Some(!report.verified().is_empty()))
+        verified(client, self.public()?, subject, pushed).await
     }
 
     /// Signs the subject with `release=<version>`; the signature goes next to the image (the
@@ -213,26 +186,7 @@ impl Signer {
         subject: &Subject,
         version: &str,
     ) -> Result<SignReport, String> {
-        let key = self.private()?;
-        let notes = BTreeMap::from([("release".to_owned(), version.to_owned())]);
-        match (&subject.location, client) {
-            (Location::Layout { dir, tag }, _) => {
-                signing::sign_layout(dir, tag, key, &subject.identity, &notes)
-                    .map_err(|e| e.to_string())
-            }
-            (Location::Registry { repository }, Some(client)) => {
-                let reference = parse_reference(&format!("{repository}@{}", subject.digest))
-                    .map_err(|e| e.to_string())?;
-                let digest = opship_core::image::Digest::parse(&subject.digest)
-                    .map_err(|e| e.to_string())?;
-                let signature = signing::new_signature(key, &subject.identity, &digest, &notes)
-                    .map_err(|e| e.to_string())?;
-                signing::push_signatures(client, &reference, &digest, vec![signature])
-                    .await
-                    .map_err(|e| e.to_string())
-            }
-            (Location::Registry { .. }, None) => Err("no registry client".into()),
-        }
+        sign(self.private()?, client, subject, version).await
     }
 
     /// Whether an attestation by the release key of exactly this provenance (the same
@@ -326,4 +280,75 @@ fn decrypt(plan: &KeyPlan, password: Option<&Zeroizing<String>>) -> Result<Priva
     encrypted
         .decrypt(password.as_bytes())
         .map_err(|e| e.to_string())
+}
+
+/// Whether a signature by `key` for the subject's identity verifies (see
+/// [`Signer::verified`]); free of the signer, for work that runs beside the steps.
+pub(crate) async fn verified(
+    client: Option<&Registry>,
+    key: Option<&PublicKey>,
+    subject: &Subject,
+    pushed: bool,
+) -> Result<Option<bool>, String> {
+    let Some(key) = key else {
+        return Ok(None);
+    };
+    let policy = Policy {
+        identity: Identity::Repository(subject.identity.clone()),
+        annotations: BTreeMap::new(),
+    };
+    let report = match (&subject.location, client) {
+        (Location::Layout { dir, tag }, _) => {
+            if crate::check::layout_digest(dir, tag).as_deref() != Some(subject.digest.as_str()) {
+                return Ok(None);
+            }
+            verification::verify_layout(dir, tag, key, &policy).map_err(|e| e.to_string())?
+        }
+        (Location::Registry { repository }, Some(client)) => {
+            let reference = parse_reference(&format!("{repository}@{}", subject.digest))
+                .map_err(|e| e.to_string())?;
+            if !pushed
+                && client
+                    .manifest_if_any(&reference)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .is_none()
+            {
+                return Ok(None);
+            }
+            verification::verify_remote(client, &reference, key, &policy)
+                .await
+                .map_err(|e| e.to_string())?
+        }
+        (Location::Registry { .. }, None) => return Err("no registry client".into()),
+    };
+    Ok(Some(!report.verified().is_empty()))
+}
+
+/// Signs the subject with `key` (see [`Signer::sign`]).
+pub(crate) async fn sign(
+    key: &PrivateKey,
+    client: Option<&Registry>,
+    subject: &Subject,
+    version: &str,
+) -> Result<SignReport, String> {
+    let notes = BTreeMap::from([("release".to_owned(), version.to_owned())]);
+    match (&subject.location, client) {
+        (Location::Layout { dir, tag }, _) => {
+            signing::sign_layout(dir, tag, key, &subject.identity, &notes)
+                .map_err(|e| e.to_string())
+        }
+        (Location::Registry { repository }, Some(client)) => {
+            let reference = parse_reference(&format!("{repository}@{}", subject.digest))
+                .map_err(|e| e.to_string())?;
+            let digest =
+                opship_core::image::Digest::parse(&subject.digest).map_err(|e| e.to_string())?;
+            let signature = signing::new_signature(key, &subject.identity, &digest, &notes)
+                .map_err(|e| e.to_string())?;
+            signing::push_signatures(client, &reference, &digest, vec![signature])
+                .await
+                .map_err(|e| e.to_string())
+        }
+        (Location::Registry { .. }, None) => Err("no registry client".into()),
+    }
 }
