@@ -34,16 +34,8 @@ pub fn run(cmd: &CatalogCommand, config: Option<&Path>) -> Result<ExitStatus, Cm
 /// `olm.csv.metadata`, 4.16 and older forbid it), else `--csv-format`.
 fn csv_format(f: CsvFormatArg, ocp: Option<&str>) -> Result<CsvFormat, CmdError> {
     if let Some(v) = ocp {
-        let t = v.trim().trim_start_matches('v');
-        let parsed = t
-            .split_once('.')
-            .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
-            .ok_or_else(|| format!("--ocp-version `{v}`: expected MAJOR.MINOR like 4.17"))?;
-        return Ok(if parsed >= (4, 17) {
-            CsvFormat::CsvMetadata
-        } else {
-            CsvFormat::BundleObject
-        });
+        return Ok(CsvFormat::for_openshift(v)
+            .ok_or_else(|| format!("--ocp-version `{v}`: expected MAJOR.MINOR like 4.17"))?);
     }
     Ok(match f {
         CsvFormatArg::BundleObject => CsvFormat::BundleObject,
@@ -233,9 +225,11 @@ fn add(args: &CatalogAddArgs, config: Option<&Path>) -> Result<ExitStatus, CmdEr
         (None, Some(t), Some(p)) => p.resolve(&t.dir),
         _ => PathBuf::from("index"),
     };
+    // The target's own settings (opship-catalog reads them as `release` does); flags win.
+    let settings = target.map(add::TargetSettings::of).transpose()?;
     let channels = if !args.channel.is_empty() {
         args.channel.clone()
-    } else if let Some(c) = target.and_then(|t| t.channels.clone()) {
+    } else if let Some(c) = settings.as_ref().and_then(|s| s.channels.clone()) {
         c
     } else if let Some(p) = project.as_ref().filter(|p| !p.config.channels.is_empty()) {
         p.config.channels.clone()
@@ -244,28 +238,13 @@ fn add(args: &CatalogAddArgs, config: Option<&Path>) -> Result<ExitStatus, CmdEr
             "name the channels: --channel stable[,fast] (or a --target with channels)".into(),
         );
     };
-    let format = match (args.csv_format, &args.ocp_version, target) {
+    let format = match (args.csv_format, &args.ocp_version, &settings) {
         (Some(f), _, _) => csv_format(f, None)?,
         (None, Some(v), _) => csv_format(CsvFormatArg::BundleObject, Some(v))?,
-        (None, None, Some(t)) => match (t.csv_format.as_deref(), t.ocp_version.as_deref()) {
-            (Some("csv-metadata"), _) => CsvFormat::CsvMetadata,
-            (Some("bundle-object"), _) => CsvFormat::BundleObject,
-            (Some(other), _) => {
-                return Err(format!(
-                    "catalog target `{}`: csvFormat `{other}` is not bundle-object or csv-metadata",
-                    t.name
-                )
-                .into());
-            }
-            (None, v) => csv_format(CsvFormatArg::BundleObject, v)?,
-        },
+        (None, None, Some(s)) => s.format,
         (None, None, None) => CsvFormat::BundleObject,
     };
-    let skip_range = match (
-        &args.skip_range_value,
-        args.skip_range,
-        target.and_then(|t| t.skip_range.as_deref()),
-    ) {
+    let skip_range = match (&args.skip_range_value, args.skip_range, settings) {
         (Some(r), _, _) => add::SkipRangePolicy::Custom(r.clone()),
         (None, Some(p), _) => match p {
             SkipRangeArg::None => add::SkipRangePolicy::None,
@@ -273,16 +252,8 @@ fn add(args: &CatalogAddArgs, config: Option<&Path>) -> Result<ExitStatus, CmdEr
             SkipRangeArg::Major => add::SkipRangePolicy::Major,
             SkipRangeArg::All => add::SkipRangePolicy::All,
         },
-        (None, None, Some("minor")) => add::SkipRangePolicy::Minor,
-        (None, None, Some("major")) => add::SkipRangePolicy::Major,
-        (None, None, Some("all")) => add::SkipRangePolicy::All,
-        (None, None, Some("none") | None) => add::SkipRangePolicy::None,
-        (None, None, Some(other)) => {
-            return Err(format!(
-                "catalog target skipRange `{other}`: expected none, minor, major or all"
-            )
-            .into());
-        }
+        (None, None, Some(s)) => s.skip_range,
+        (None, None, None) => add::SkipRangePolicy::None,
     };
     let path = PathBuf::from(&args.bundle);
     if path.is_dir() && !render::is_bundle_dir(&path) {

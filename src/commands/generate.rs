@@ -1,10 +1,12 @@
-//! `opship generate bundle`: command-line flags and `opship.yaml` merged into bundle options.
+//! `opship generate bundle`: command-line flags over `opship.yaml` (merged into bundle options
+//! by `opship_core::bundle::settings`, as `release` merges the config alone), then generation,
+//! pinning and writing or the drift check.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use opship_core::bundle::{self, Inputs, Options};
+use opship_core::bundle::{self, Inputs, settings};
 use opship_core::config::{OperatorImage, Project};
 use opship_core::manifest::{self, Object, Source};
 
@@ -80,86 +82,42 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
         }
     };
 
-    let mut labels: BTreeMap<String, String> =
-        project.map(|p| p.config.labels.clone()).unwrap_or_default();
+    let mut labels = BTreeMap::new();
     for l in &args.label {
         let (k, v) = l
             .split_once('=')
             .ok_or_else(|| format!("--label `{l}` is not KEY=VALUE"))?;
         labels.insert(k.to_owned(), v.to_owned());
     }
-    // The flag adds to the list: replacing it would make `--exclude-kind Job` refuse the
-    // Namespace every kubebuilder project emits.
-    let mut exclude_kinds = project
-        .and_then(|p| p.config.exclude_kinds.clone())
-        .unwrap_or_else(|| vec!["Namespace".to_owned()]);
-    for k in &args.exclude_kind {
-        if !exclude_kinds.contains(k) {
-            exclude_kinds.push(k.clone());
-        }
-    }
-    // `--default-channel ""` is "no default channel", over the config's.
-    let default_channel = match &args.default_channel {
-        Some(d) => Some(d.clone()),
-        None => project.and_then(|p| p.config.default_channel.clone()),
-    }
-    .filter(|d| !d.is_empty());
     let source_date = std::env::var("SOURCE_DATE_EPOCH")
         .ok()
         .filter(|s| !s.is_empty())
         .map(|s| {
             s.parse::<i64>()
-                .map(bundle::rfc3339_from_epoch)
                 .map_err(|_| format!("SOURCE_DATE_EPOCH `{s}` is not a number of seconds"))
         })
         .transpose()?;
+    // The flags over the config (opship-core maps both, as `release` does with the config).
+    let overrides = settings::Overrides {
+        channels: args.channels.clone(),
+        // `--default-channel ""` is "no default channel", over the config's.
+        default_channel: args.default_channel.clone(),
+        replaces: args.replaces.clone(),
+        skips: args.skips.clone(),
+        skip_range: args.skip_range.clone(),
+        created_at: args.created_at.clone(),
+        extra_service_accounts: args.extra_service_accounts.clone(),
+        exclude_kinds: args.exclude_kind.clone(),
+        labels,
+        operator: operator.clone(),
+    };
 
     let use_digests = args.use_image_digests || project.is_some_and(|p| p.config.use_image_digests);
     // Every bundle is generated (and pinned) before any is written, so a failure in one
     // version leaves all of them as they were.
     let mut bundles: Vec<super::digests::Generated> = Vec::new();
     for version in &versions {
-        let semver = bundle::parse_version(version)?;
-        let release = project.and_then(|p| p.release(version));
-        let opts = Options {
-            package: package.clone(),
-            version: semver,
-            channels: args
-                .channels
-                .clone()
-                .or_else(|| release.and_then(|r| r.channels.clone()))
-                .or_else(|| project.map(|p| p.config.channels.clone()))
-                .unwrap_or_default(),
-            default_channel: default_channel.clone(),
-            replaces: args
-                .replaces
-                .clone()
-                .or_else(|| release.and_then(|r| r.replaces.clone())),
-            skips: args
-                .skips
-                .clone()
-                .or_else(|| release.map(|r| r.skips.clone()))
-                .unwrap_or_default(),
-            skip_range: args
-                .skip_range
-                .clone()
-                .or_else(|| release.and_then(|r| r.skip_range.clone())),
-            created_at: args
-                .created_at
-                .clone()
-                .or_else(|| release.and_then(|r| r.created_at.clone()))
-                .or_else(|| source_date.clone()),
-            extra_service_accounts: args
-                .extra_service_accounts
-                .clone()
-                .or_else(|| project.map(|p| p.config.extra_service_accounts.clone()))
-                .unwrap_or_default(),
-            exclude_kinds: exclude_kinds.clone(),
-            labels: labels.clone(),
-            operator_image: operator
-                .as_ref()
-                .map(|o| (o.placeholder().to_owned(), o.reference(version))),
-        };
+        let opts = settings::options(project, &package, version, &overrides, source_date)?;
         let out_dir: PathBuf = match (&args.output_dir, project) {
             (Some(d), _) => d.clone(),
             (None, Some(p)) => p.bundle_dir(version),

@@ -1,10 +1,11 @@
 //! `opship release`: flags and environment into the release library's options, its events
-//! drawn as progress lines (or JSON lines with `--events jsonl`), its summary printed as text
-//! or JSON. The release itself is `opship_release`.
+//! drawn as a progress bar on a terminal, else as progress lines (or JSON lines with
+//! `--events jsonl`), its summary printed as text or JSON. The release itself is `opship_release`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use opship_release::{Event, Options, Outcome, State, Summary};
 use zeroize::Zeroizing;
 
@@ -48,10 +49,29 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
         pin_images: Some(&pin),
     };
     let jsonl = args.events == Some(EventFormat::Jsonl);
+    // The bar only for people at a terminal: not with -q, JSON on either stream, or a log.
+    let bar = (!quiet
+        && !jsonl
+        && args.output != RegistryOutput::Json
+        && std::io::IsTerminal::is_terminal(&std::io::stderr()))
+    .then(Bar::new);
     let mut on_event = |e: &Event<'_>| {
+        if let Some(bar) = &bar {
+            bar.show(e);
+            return;
+        }
         if jsonl {
+            // The stream stays one object per step event and note (consumers rely on it); the
+            // step count is for the bar.
+            if matches!(e, Event::Planned { .. }) {
+                return;
+            }
             if !matches!(e, Event::Findings(_)) || !quiet {
-                eprintln!("{}", e.to_json());
+                // One write per line: stderr is unbuffered, and a JSON value printed straight
+                // to it is one write per token.
+                let mut line = e.to_json().to_string();
+                line.push('\n');
+                let _ = std::io::stderr().lock().write_all(line.as_bytes());
             }
             if let Event::Important(n) = e {
                 eprintln!("{n}");
@@ -67,7 +87,9 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
             _ => {}
         }
     };
-    let outcome = opship_release::release(project, options, &mut on_event)?;
+    let outcome = opship_release::release(project, options, &mut on_event);
+    drop(bar);
+    let outcome = outcome?;
     match outcome {
         Outcome::BundleInvalid { report } => {
             eprint!("{}", render_findings(&report));
@@ -100,6 +122,50 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
             }
             Ok(ExitStatus::Success)
         }
+    }
+}
+
+/// The progress view of a release on a terminal: a spinner while it stages and checks,
+/// then a bar over its steps (the count comes with [`Event::Planned`]) naming the step that
+/// runs; notes and findings print above it. Cleared when the release ends.
+struct Bar(ProgressBar);
+
+impl Bar {
+    fn new() -> Self {
+        // No colours in the templates, so NO_COLOR has nothing to turn off.
+        let spinner = ProgressStyle::with_template("{spinner} {wide_msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner());
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+            .with_style(spinner)
+            .with_message("release: staging (generate, validate, build, chart)");
+        bar.enable_steady_tick(std::time::Duration::from_millis(100));
+        Bar(bar)
+    }
+
+    fn show(&self, e: &Event<'_>) {
+        let bar = &self.0;
+        match e {
+            Event::Planned { steps } => {
+                let style = ProgressStyle::with_template(
+                    "{spinner} release [{bar:30}] {pos}/{len} {wide_msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> ");
+                bar.set_length(*steps as u64);
+                bar.set_style(style);
+                bar.set_message("checking");
+            }
+            Event::Started(step) => bar.set_message(step.description.clone()),
+            Event::Finished(_) | Event::Skipped(_) => bar.inc(1),
+            Event::Note(n) | Event::Important(n) => bar.println(*n),
+            Event::Findings(r) => bar.suspend(|| eprint!("{}", render_findings(r))),
+        }
+    }
+}
+
+impl Drop for Bar {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
     }
 }
 

@@ -1444,3 +1444,50 @@ fn release_reads_the_key_password_from_stdin() {
         "{p}"
     );
 }
+
+/// On a terminal `release` draws one progress bar over its steps (a spinner until their
+/// number is known) instead of a line per step; what the user must see (the generated key)
+/// still prints, above the bar, and the summary goes to standard output as always. `script`
+/// (util-linux) gives the release a terminal.
+#[test]
+fn a_terminal_gets_a_progress_bar_instead_of_step_lines() {
+    let (tmp, _) = sample_copy();
+    let home = tempfile::tempdir().unwrap();
+    let bin: PathBuf = std::env::var_os("OPSHIP_TEST_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_opship").into());
+    let summary = tmp.path().join("summary.txt");
+    let typescript = tmp.path().join("typescript");
+    let line = format!(
+        "'{}' -c bundle/opship.yaml release --version 0.3.0 >'{}'",
+        bin.display(),
+        summary.display()
+    );
+    let out = Command::new("script")
+        .args(["-q", "-e", "-c", &line])
+        .arg(&typescript)
+        .current_dir(tmp.path())
+        .env("HOME", home.path())
+        .env("NO_COLOR", "1")
+        .env_remove("SOURCE_DATE_EPOCH")
+        .env_remove("OPSHIP_CONFIG")
+        .env_remove("DOCKER_CONFIG")
+        .env_remove("REGISTRY_AUTH_FILE")
+        .output()
+        .expect("script (util-linux) runs");
+    let tty = std::fs::read_to_string(&typescript).unwrap();
+    assert!(out.status.success(), "{tty}");
+    // The embedded default (no registry): bundle, validate, build, key, sign, the catalog's
+    // add, validate, build and sign, the chart's render and package. The bar is redrawn at
+    // most 20 times a second, so not every count shows.
+    assert!(tty.contains("release: staging"), "{tty}");
+    assert!(tty.contains("release [") && tty.contains("/11 "), "{tty}");
+    assert!(tty.contains("generated the signing key"), "{tty}");
+    assert!(!tty.contains("release: build the bundle image"), "{tty}");
+    let summary = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        summary.starts_with("released memcached-operator 0.3.0"),
+        "{summary}"
+    );
+    // Without a terminal (every other test) the same release prints a line per step.
+}

@@ -31,6 +31,87 @@ pub enum SkipRangePolicy {
     Custom(String),
 }
 
+impl SkipRangePolicy {
+    /// A policy named in `opship.yaml`: `none`, `minor`, `major` or `all`.
+    pub fn parse(name: &str) -> Option<SkipRangePolicy> {
+        match name {
+            "none" => Some(SkipRangePolicy::None),
+            "minor" => Some(SkipRangePolicy::Minor),
+            "major" => Some(SkipRangePolicy::Major),
+            "all" => Some(SkipRangePolicy::All),
+            _ => None,
+        }
+    }
+}
+
+/// What a `catalogs:` target of `opship.yaml` sets for the bundles added to it, as `catalog
+/// add --target` and `release` apply it (flags of `catalog add` win over it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetSettings {
+    /// Its channels, when it names them (else the project's `channels` apply).
+    pub channels: Option<Vec<String>>,
+    /// `csvFormat`, else the format its `ocpVersion` needs, else `olm.bundle.object`.
+    pub format: crate::render::CsvFormat,
+    /// Its `skipRange` policy (`none` when unset).
+    pub skip_range: SkipRangePolicy,
+}
+
+impl TargetSettings {
+    /// The settings of `target`; an error names the target and the value it cannot use.
+    pub fn of(target: &opship_core::config::CatalogTarget) -> Result<TargetSettings> {
+        use crate::render::CsvFormat;
+        let name = &target.name;
+        let format = match (target.csv_format.as_deref(), target.ocp_version.as_deref()) {
+            (Some(f), _) => CsvFormat::parse(f).ok_or_else(|| {
+                Error::Usage(format!(
+                    "catalog target `{name}`: csvFormat `{f}` is not bundle-object or \
+                     csv-metadata"
+                ))
+            })?,
+            (None, Some(v)) => CsvFormat::for_openshift(v).ok_or_else(|| {
+                Error::Usage(format!(
+                    "catalog target `{name}`: ocpVersion `{v}`: expected MAJOR.MINOR like 4.17"
+                ))
+            })?,
+            (None, None) => CsvFormat::BundleObject,
+        };
+        let skip_range = match target.skip_range.as_deref() {
+            None => SkipRangePolicy::None,
+            Some(r) => SkipRangePolicy::parse(r).ok_or_else(|| {
+                Error::Usage(format!(
+                    "catalog target skipRange `{r}`: expected none, minor, major or all"
+                ))
+            })?,
+        };
+        Ok(TargetSettings {
+            channels: target.channels.clone(),
+            format,
+            skip_range,
+        })
+    }
+
+    /// The add options of a release into the target: its channels, else `project_channels`
+    /// (an error when both are empty), its skipRange policy, no default channel.
+    pub fn add_options(&self, target: &str, project_channels: &[String]) -> Result<AddOptions> {
+        let channels = match &self.channels {
+            Some(c) => c.clone(),
+            None if !project_channels.is_empty() => project_channels.to_vec(),
+            None => {
+                return Err(Error::Usage(format!(
+                    "catalog target `{target}`: name its channels (or the project's `channels`)"
+                )));
+            }
+        };
+        Ok(AddOptions {
+            channels,
+            default_channel: None,
+            skip_range: self.skip_range.clone(),
+            skips: SkipsPolicy::None,
+            replace: false,
+        })
+    }
+}
+
 /// Which entries the new entry `skips`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SkipsPolicy {
@@ -497,4 +578,65 @@ pub fn deprecate(index: &Path, package: &str, target: Target, message: &str) -> 
     }
     commit(&cat, &file, format)?;
     Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::CsvFormat;
+    use opship_core::config::CatalogTarget;
+
+    fn target(
+        ocp: Option<&str>,
+        format: Option<&str>,
+        skip_range: Option<&str>,
+        channels: Option<&[&str]>,
+    ) -> CatalogTarget {
+        CatalogTarget {
+            name: "t".into(),
+            dir: "catalogs/t".into(),
+            ocp_version: ocp.map(str::to_owned),
+            csv_format: format.map(str::to_owned),
+            channels: channels.map(|c| c.iter().map(|s| s.to_string()).collect()),
+            skip_range: skip_range.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_target_gives_its_format_skip_range_and_channels() {
+        let s = TargetSettings::of(&target(Some("4.17"), None, Some("minor"), None)).unwrap();
+        assert_eq!(s.format, CsvFormat::CsvMetadata);
+        assert_eq!(s.skip_range, SkipRangePolicy::Minor);
+        let s = TargetSettings::of(&target(Some("v4.16"), None, None, None)).unwrap();
+        assert_eq!(s.format, CsvFormat::BundleObject);
+        assert_eq!(s.skip_range, SkipRangePolicy::None);
+        // csvFormat wins over ocpVersion.
+        let s = TargetSettings::of(&target(Some("4.18"), Some("bundle-object"), None, None));
+        assert_eq!(s.unwrap().format, CsvFormat::BundleObject);
+
+        let own = TargetSettings::of(&target(None, None, None, Some(&["fast"]))).unwrap();
+        let opts = own.add_options("t", &["stable".to_owned()]).unwrap();
+        assert_eq!(opts.channels, ["fast"]);
+        let none = TargetSettings::of(&target(None, None, None, None)).unwrap();
+        assert_eq!(
+            none.add_options("t", &["stable".to_owned()])
+                .unwrap()
+                .channels,
+            ["stable"]
+        );
+        let e = none.add_options("t", &[]).unwrap_err().to_string();
+        assert!(e.contains("catalog target `t`: name its channels"), "{e}");
+    }
+
+    #[test]
+    fn a_target_with_a_value_it_cannot_use_is_an_error_naming_it() {
+        for (t, what) in [
+            (target(Some("4"), None, None, None), "ocpVersion `4`"),
+            (target(None, Some("json"), None, None), "csvFormat `json`"),
+            (target(None, None, Some("patch"), None), "skipRange `patch`"),
+        ] {
+            let e = TargetSettings::of(&t).unwrap_err().to_string();
+            assert!(e.contains(what), "{e}");
+        }
+    }
 }

@@ -27,6 +27,32 @@ pub enum CsvFormat {
     CsvMetadata,
 }
 
+impl CsvFormat {
+    /// The format named in `opship.yaml` and on the command line: `bundle-object` or
+    /// `csv-metadata`.
+    pub fn parse(name: &str) -> Option<CsvFormat> {
+        match name {
+            "bundle-object" => Some(CsvFormat::BundleObject),
+            "csv-metadata" => Some(CsvFormat::CsvMetadata),
+            _ => None,
+        }
+    }
+
+    /// The format OpenShift `version` (`MAJOR.MINOR`, a leading `v` allowed) needs: 4.17
+    /// and newer require `olm.csv.metadata`, 4.16 and older forbid it. `None` when it is
+    /// not `MAJOR.MINOR`.
+    pub fn for_openshift(version: &str) -> Option<CsvFormat> {
+        let t = version.trim().trim_start_matches('v');
+        let (major, minor) = t.split_once('.')?;
+        let parsed = (major.parse::<u64>().ok()?, minor.parse::<u64>().ok()?);
+        Some(if parsed >= (4, 17) {
+            CsvFormat::CsvMetadata
+        } else {
+            CsvFormat::BundleObject
+        })
+    }
+}
+
 /// Renders the bundle directory `dir` with `image` as its image reference.
 pub fn render_dir(dir: &Path, image: &str, format: CsvFormat) -> Result<Bundle> {
     let loaded = opship_validate::load::load_dir_keys(dir, opship_validate::load::Keys::AsWritten)

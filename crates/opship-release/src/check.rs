@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use opship_core::image::{Digest, Layout};
+use opship_core::input;
 
 use crate::error::{Error, Result};
 use crate::plan::s;
@@ -65,7 +66,10 @@ pub(crate) fn holds_exactly(b: &Path, files: &BTreeMap<PathBuf, Vec<u8>>) -> boo
     b.is_dir() && files_of(b) == *files
 }
 
-/// Every file under `dir`, relative path → bytes.
+/// Every file under `dir`, relative path → bytes. Read as opship reads its inputs: regular
+/// files within the size budget of a blob, symlinks followed only inside `dir` (never a
+/// directory through one, so a link loop ends); a file that cannot be read so is left out,
+/// which makes a directory compared with [`holds_exactly`] differ.
 pub(crate) fn files_of(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
         let Ok(entries) = std::fs::read_dir(dir) else {
@@ -73,9 +77,21 @@ pub(crate) fn files_of(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         };
         for e in entries.flatten() {
             let p = e.path();
-            if p.is_dir() {
+            let Ok(kind) = e.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
                 walk(root, &p, out);
-            } else if let (Ok(rel), Ok(bytes)) = (p.strip_prefix(root), std::fs::read(&p)) {
+                continue;
+            }
+            // Only a symlink needs resolving (a path check per file costs a release re-run
+            // a tenth of its time).
+            let bytes = if kind.is_symlink() {
+                input::read_in_tree(root, &p, input::Kind::Blob)
+            } else {
+                input::read(&p, input::Kind::Blob)
+            };
+            if let (Ok(rel), Ok(bytes)) = (p.strip_prefix(root), bytes) {
                 out.insert(rel.to_path_buf(), bytes);
             }
         }
@@ -90,7 +106,7 @@ pub(crate) fn snapshot(roots: &[PathBuf]) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for root in roots {
         if root.is_file() {
-            if let Ok(b) = std::fs::read(root) {
+            if let Ok(b) = input::read(root, input::Kind::Blob) {
                 out.insert(s(root), Digest::of(&b).as_str().to_owned());
             }
             continue;

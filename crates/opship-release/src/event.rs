@@ -6,6 +6,13 @@ use crate::step::{State, Step};
 /// One event of a release.
 #[derive(Debug, Clone)]
 pub enum Event<'a> {
+    /// Staging is done (the bundle and chart are generated, validated, built and packaged in
+    /// memory) and the release has this many steps, each reported once as started and
+    /// finished, or skipped.
+    Planned {
+        /// The number of steps.
+        steps: usize,
+    },
     /// A step starts running.
     Started(&'a Step),
     /// A step finished (ran).
@@ -21,8 +28,10 @@ pub enum Event<'a> {
 }
 
 impl Event<'_> {
-    /// The event as one JSON object (`--events jsonl`): `event` is `start`, `finish`, `skip`
-    /// or `note`; step events carry the step's id, status, digest and `opship` command line.
+    /// The event as one JSON object: `event` is `plan` (with the number of `steps`; `opship
+    /// release --events jsonl` leaves it out, its lines are step events and notes), `start`,
+    /// `finish`, `skip`, `note` or `findings`; step events carry the step's id, status,
+    /// digest and `opship` command line.
     pub fn to_json(&self) -> serde_json::Value {
         let step = |name: &str, s: &Step| {
             serde_json::json!({
@@ -36,6 +45,7 @@ impl Event<'_> {
             })
         };
         match self {
+            Event::Planned { steps } => serde_json::json!({"event": "plan", "steps": steps}),
             Event::Started(s) => step("start", s),
             Event::Finished(s) => step("finish", s),
             Event::Skipped(s) => step("skip", s),

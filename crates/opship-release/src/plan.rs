@@ -212,6 +212,24 @@ impl Plan {
         })
     }
 
+    /// How many steps the release has (checked and run or skipped): the bundle directory,
+    /// its validation and image, with a registry its push; the key when the default one is
+    /// made; the signature (and provenance attestation with a registry); per catalog its add,
+    /// validation, image, push, signature and attestation; the chart's render and package,
+    /// with a registry its push and signature.
+    pub fn step_count(&self) -> usize {
+        let registry = usize::from(self.registry.is_some());
+        let key = usize::from(self.key.generated && !self.key.key.exists());
+        let catalog = |t: &CatalogTarget| 4 + 2 * usize::from(t.remote.is_some());
+        3 + registry
+            + key
+            + 1
+            + registry
+            + self.catalogs.iter().map(catalog).sum::<usize>()
+            + 2
+            + 2 * registry
+    }
+
     /// Files and directories the release may write, for the list of changed files.
     pub fn written_roots(&self) -> Vec<PathBuf> {
         let mut v = vec![

@@ -3,8 +3,9 @@
 //! libraries, with one registry client and one signer for the whole release.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use opship_catalog::add::{self, AddOptions, SkipRangePolicy, SkipsPolicy};
+use opship_catalog::add::{self, AddOptions, SkipRangePolicy, SkipsPolicy, TargetSettings};
 use opship_catalog::render::CsvFormat;
 use opship_core::image::{Digest, Image, Layout};
 use opship_oci::Registry;
@@ -26,7 +27,11 @@ use crate::{Options, Outcome};
 struct Runner<'e> {
     plan: Plan,
     rt: tokio::runtime::Runtime,
-    client: Option<Registry>,
+    client: Option<Arc<Registry>>,
+    /// Digests of the images this release pushed (known to be there).
+    pushed: Vec<String>,
+    /// The chart push, started once the last catalog validates (see [`Runner::start_chart_push`]).
+    chart_push: Option<ChartPushJob>,
     signer: Signer,
     /// The provenance's source and inputs, with a registry (attestations are registry-only).
     provenance: Option<(Option<Source>, Vec<Resource>)>,
@@ -37,11 +42,69 @@ struct Runner<'e> {
 
 type StepResult = std::result::Result<(), String>;
 
+/// The chart push started ahead: what the registry held under the chart's tag when that is
+/// this chart already, else the outcome of the push (the manifest digest or the error).
+enum ChartPushed {
+    Held(opship_oci::registry::RawManifest),
+    Pushed(std::result::Result<String, String>),
+}
+
+/// What the chart task did: the push, and then, with the key decrypted already, the check and
+/// the writing of the chart's signature.
+struct ChartAhead {
+    pushed: ChartPushed,
+    sign: Option<SignAhead>,
+}
+
+/// A signing step's check and write done ahead: the subject, whether a signature by the key
+/// verified, and the signing when it did not.
+struct SignAhead {
+    subject: Subject,
+    verified: std::result::Result<Option<bool>, String>,
+    signed: Option<StepResult>,
+}
+
+/// The task of the chart push; an error is the failed lookup of the tag.
+type ChartPushJob = tokio::task::JoinHandle<std::result::Result<ChartAhead, String>>;
+
+/// Whether the chart manifest `m` holds the archive with `digest`: the manifest's one layer is
+/// the archive, so the same digest is the same chart.
+fn holds_chart(m: &opship_oci::registry::RawManifest, digest: &str) -> bool {
+    serde_json::from_slice::<serde_json::Value>(&m.bytes)
+        .is_ok_and(|v| v["layers"][0]["digest"].as_str() == Some(digest))
+}
+
+/// An attestation step with what it attests.
+struct Attestation {
+    step: Step,
+    provenance: opship_oci::cosign::provenance::Provenance,
+    /// The provenance file written next to the project.
+    file: std::path::PathBuf,
+}
+
 pub(crate) fn release(
     plan: Plan,
     mut options: Options<'_>,
     on_event: &mut dyn FnMut(&Event<'_>),
 ) -> Result<Outcome> {
+    let signer = Signer::new(plan.key.clone(), options.password.take());
+    // A first release of this version (no bundle image in the layout yet) signs: the key is
+    // decrypted meanwhile. A re-run decrypts only when a signature is missing.
+    if !plan.dry_run && layout_digest(&plan.layout, &plan.bundle_tag).is_none() {
+        signer.start_decrypting();
+    }
+    // The provenance's source (`git`, a process of its own) is looked up meanwhile too.
+    let source = plan.registry.as_ref().map(|_| {
+        let root = plan.project.root.clone();
+        std::thread::spawn(move || crate::provenance::source(&root))
+    });
+    // So is the registry client (credentials, and the system's CA certificates: most of its
+    // cost, paid even for a plain-HTTP registry).
+    let client = plan.registry.clone().map(|ns| {
+        let mut o = options.registry_options.clone();
+        o.insecure |= options.insecure;
+        std::thread::spawn(move || client_for(&ns, o))
+    });
     let before = snapshot(&plan.written_roots());
     let staged = {
         let mut warn = |w: Warning<'_>| match w {
@@ -54,17 +117,21 @@ pub(crate) fn release(
             Err(Stopped::Error(e)) => return Err(e),
         }
     };
+    on_event(&Event::Planned {
+        steps: plan.step_count(),
+    });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let client = match &plan.registry {
-        Some(ns) => Some(client_for(ns, &options)?),
+    let client = match client {
+        Some(c) => Some(Arc::new(c.join().map_err(|_| {
+            Error::Config("setting up the registry client failed".into())
+        })??)),
         None => None,
     };
-    let signer = Signer::new(plan.key.clone(), options.password.take());
-    let provenance = match &plan.registry {
-        Some(_) => Some((
-            crate::provenance::source(&plan.project.root),
+    let provenance = match source {
+        Some(source) => Some((
+            source.join().unwrap_or(None),
             crate::provenance::inputs(&plan, &staged.bundle_files).map_err(|e| Error::Staging {
                 what: "provenance".into(),
                 message: e,
@@ -78,6 +145,8 @@ pub(crate) fn release(
         plan,
         rt,
         client,
+        chart_push: None,
+        pushed: Vec::new(),
         signer,
         on_event,
     };
@@ -105,7 +174,7 @@ pub(crate) fn release(
 }
 
 /// The one registry client of the release (credentials looked up once).
-fn client_for(ns: &str, options: &Options<'_>) -> Result<Registry> {
+fn client_for(ns: &str, o: opship_oci::Options) -> Result<Registry> {
     let probe =
         parse_reference(&format!("{ns}/probe:latest")).map_err(|e| Error::Config(e.to_string()))?;
     let found = opship_oci::auth::lookup(
@@ -118,8 +187,6 @@ fn client_for(ns: &str, options: &Options<'_>) -> Result<Registry> {
         probe.resolve_registry(),
         found.source
     );
-    let mut o = options.registry_options.clone();
-    o.insecure |= options.insecure;
     Ok(Registry::new(&probe, found.auth, o))
 }
 
@@ -177,11 +244,45 @@ impl Runner<'_> {
     }
 
     /// Checks and runs a signing step of `subject`.
-    fn sign_step(&mut self, id: String, what: &str, subject: Subject) -> Result<()> {
-        let command = self
-            .plan
-            .sign_command(&subject.identity, &subject.reference());
-        let mut step = Step {
+    fn sign_step(
+        &mut self,
+        id: String,
+        what: &str,
+        subject: Subject,
+        ahead: Option<SignAhead>,
+    ) -> Result<()> {
+        self.sign_and_attest_ahead(id, what, subject, None, ahead)
+    }
+
+    /// Checks and runs the signing step of `subject` and, with `attest` (the attestation's
+    /// step id, artifact name and extra inputs) and a registry, the SLSA provenance
+    /// attestation of it. Both need only the image in place and the key, so their checks
+    /// run together and so do their writes; their events follow in plan order.
+    fn sign_and_attest(
+        &mut self,
+        id: String,
+        what: &str,
+        subject: Subject,
+        attest: Option<(String, String, Vec<Resource>)>,
+    ) -> Result<()> {
+        self.sign_and_attest_ahead(id, what, subject, attest, None)
+    }
+
+    /// [`Runner::sign_and_attest`], with the signature's check and write taken from `ahead`
+    /// when they were done beside the steps (for this same subject).
+    fn sign_and_attest_ahead(
+        &mut self,
+        id: String,
+        what: &str,
+        subject: Subject,
+        attest: Option<(String, String, Vec<Resource>)>,
+        ahead: Option<SignAhead>,
+    ) -> Result<()> {
+        let (ahead_verified, ahead_signed) = match ahead {
+            Some(a) if a.subject == subject => (Some(a.verified), a.signed),
+            _ => (None, None),
+        };
+        let mut sign = Step {
             id: id.clone(),
             kind: Kind::Sign {
                 subject: subject.clone(),
@@ -191,40 +292,109 @@ impl Runner<'_> {
                 subject.digest,
                 s(&self.plan.key.key)
             ),
-            command,
+            command: self
+                .plan
+                .sign_command(&subject.identity, &subject.reference()),
             reads: vec![subject.reference(), s(&self.plan.key.key)],
             writes: vec![subject.signature_reference()],
             digest: Some(subject.digest.clone()),
             state: State::Planned,
         };
-        let verified = self
-            .rt
-            .block_on(self.signer.verified(self.client.as_ref(), &subject))
-            .map_err(Self::check_err(&id))?;
-        match verified {
-            Some(true) => step.state = State::Done("a signature by this key verifies".into()),
-            None if self.plan.dry_run => step.state = State::AfterEarlier,
+        let attest = match (attest, &self.provenance) {
+            (Some((aid, artifact, extra)), Some(_)) => {
+                Some(self.attestation(aid, what, &subject, artifact, extra)?)
+            }
+            _ => None,
+        };
+        let pushed = self.pushed.contains(&subject.digest);
+        let r = &*self;
+        let (verified, attested) = r.rt.block_on(async {
+            let attested = async {
+                match (&attest, &r.client) {
+                    (Some(a), Some(client)) => Some(
+                        r.signer
+                            .attested(client, &subject, &a.provenance, pushed)
+                            .await
+                            .map_err(Self::check_err(&a.step.id)),
+                    ),
+                    (Some(a), None) => Some(Err(Self::check_err(&a.step.id)("no registry".into()))),
+                    (None, _) => None,
+                }
+            };
+            let verified = async {
+                match ahead_verified {
+                    Some(v) => v,
+                    None => {
+                        r.signer
+                            .verified(r.client.as_deref(), &subject, pushed)
+                            .await
+                    }
+                }
+            };
+            tokio::join!(verified, attested)
+        });
+        match verified.map_err(Self::check_err(&id))? {
+            Some(true) => sign.state = State::Done("a signature by this key verifies".into()),
+            None if self.plan.dry_run => sign.state = State::AfterEarlier,
             _ => {}
         }
-        self.execute(step, |r| {
-            r.rt.block_on(r.signer.sign(r.client.as_ref(), &subject, &r.plan.version))
-                .map(|_| ())
-        })
+        let mut attest = attest;
+        if let (Some(a), Some(attested)) = (&mut attest, attested) {
+            match attested? {
+                Some(true) => {
+                    a.step.state =
+                        State::Done("an attestation of this provenance by this key verifies".into())
+                }
+                None if self.plan.dry_run => a.step.state = State::AfterEarlier,
+                _ => {}
+            }
+        }
+
+        let runs = |st: &Step| st.state.pending() && !self.plan.dry_run;
+        let (run_sign, run_attest) = (runs(&sign), attest.as_ref().is_some_and(|a| runs(&a.step)));
+        let r = &*self;
+        let (signed, attested) = r.rt.block_on(async {
+            let signed = async {
+                if let (true, Some(done)) = (run_sign, ahead_signed) {
+                    done
+                } else if run_sign {
+                    r.signer
+                        .sign(r.client.as_deref(), &subject, &r.plan.version)
+                        .await
+                        .map(|_| ())
+                } else {
+                    Ok(())
+                }
+            };
+            let attested = async {
+                match &attest {
+                    Some(a) if run_attest => r.attest(&subject, a).await,
+                    _ => Ok(()),
+                }
+            };
+            tokio::join!(signed, attested)
+        });
+        self.execute(sign, |_| signed)?;
+        if let Some(a) = attest {
+            self.execute(a.step, |_| attested)?;
+        }
+        Ok(())
     }
 
-    /// Checks and runs the SLSA provenance attestation of `subject` (in a registry), built
-    /// from `artifact` and the release's inputs (`extra` too).
-    fn attest_step(
-        &mut self,
+    /// The attestation step of `subject` with its provenance, built from `artifact` and the
+    /// release's inputs (`extra` too); not checked yet.
+    fn attestation(
+        &self,
         id: String,
         what: &str,
-        subject: Subject,
+        subject: &Subject,
         artifact: String,
         extra: Vec<Resource>,
-    ) -> Result<()> {
-        let Some((source, inputs)) = &self.provenance else {
-            return Ok(());
-        };
+    ) -> Result<Attestation> {
+        let (source, inputs) = self.provenance.as_ref().ok_or_else(|| Error::Check {
+            id: id.clone(),
+            message: "no registry".into(),
+        })?;
         let mut inputs = inputs.clone();
         inputs.extend(extra);
         let provenance = crate::provenance::of(
@@ -244,8 +414,8 @@ impl Runner<'_> {
                 .next()
                 .unwrap_or_default()
         ));
-        let mut step = Step {
-            id: id.clone(),
+        let step = Step {
+            id,
             kind: Kind::Attest {
                 subject: subject.clone(),
             },
@@ -260,34 +430,27 @@ impl Runner<'_> {
             digest: Some(Digest::of(&provenance.to_bytes()).as_str().to_owned()),
             state: State::Planned,
         };
-        let client = self.client.as_ref().ok_or_else(|| Error::Check {
-            id: id.clone(),
-            message: "no registry".into(),
-        })?;
-        let attested = self
-            .rt
-            .block_on(self.signer.attested(client, &subject, &provenance))
-            .map_err(Self::check_err(&id))?;
-        match attested {
-            Some(true) => {
-                step.state =
-                    State::Done("an attestation of this provenance by this key verifies".into())
-            }
-            None if self.plan.dry_run => step.state = State::AfterEarlier,
-            _ => {}
-        }
-        self.execute(step, |r| {
-            let mut bytes =
-                serde_json::to_vec_pretty(&provenance.to_value()).map_err(|e| e.to_string())?;
-            bytes.push(b'\n');
-            std::fs::create_dir_all(r.plan.provenance_dir())
-                .map_err(|e| format!("{}: {e}", s(&r.plan.provenance_dir())))?;
-            opship_core::fsutil::write_atomic_with_mode(&file, &bytes, 0o644)
-                .map_err(|e| e.to_string())?;
-            let client = r.client.as_ref().ok_or("no registry")?;
-            r.rt.block_on(r.signer.attest(client, &subject, &provenance))
-                .map(|_| ())
+        Ok(Attestation {
+            step,
+            provenance,
+            file,
         })
+    }
+
+    /// Writes the provenance file and attests `subject` with it.
+    async fn attest(&self, subject: &Subject, a: &Attestation) -> StepResult {
+        let mut bytes =
+            serde_json::to_vec_pretty(&a.provenance.to_value()).map_err(|e| e.to_string())?;
+        bytes.push(b'\n');
+        std::fs::create_dir_all(self.plan.provenance_dir())
+            .map_err(|e| format!("{}: {e}", s(&self.plan.provenance_dir())))?;
+        opship_core::fsutil::write_atomic_with_mode(&a.file, &bytes, 0o644)
+            .map_err(|e| e.to_string())?;
+        let client = self.client.as_ref().ok_or("no registry")?;
+        self.signer
+            .attest(client, subject, &a.provenance)
+            .await
+            .map(|_| ())
     }
 
     /// Checks and runs a push of the layout tag `tag` to `remote`, whose content is `digest`.
@@ -341,7 +504,19 @@ impl Runner<'_> {
             r.rt.block_on(client.push_from_layout(&layout, &tag, &target, None))
                 .map(|_| ())
                 .map_err(|e| e.to_string())
-        })
+        })?;
+        self.note_pushed();
+        Ok(())
+    }
+
+    /// Records the digest of the last step when it pushed (ran).
+    fn note_pushed(&mut self) {
+        if let Some(st) = self.plan.steps.last()
+            && st.state == State::Ran
+            && let Some(d) = &st.digest
+        {
+            self.pushed.push(d.clone());
+        }
     }
 
     fn steps(
@@ -480,23 +655,25 @@ impl Runner<'_> {
             identity: bundle_repo.clone(),
             location: location(&bundle_repo, &bundle_tag),
         };
-        self.sign_step("sign".into(), "the bundle image", bundle_subject.clone())?;
-        if self.plan.registry.is_some() {
-            let artifact = image_name(&bundle_repo, &self.plan.remote_tag);
-            self.attest_step(
-                "attest".into(),
-                "the bundle image",
-                bundle_subject.clone(),
-                artifact,
+        let attest = self.plan.registry.as_ref().map(|_| {
+            (
+                "attest".to_owned(),
+                image_name(&bundle_repo, &self.plan.remote_tag),
                 vec![],
-            )?;
-        }
+            )
+        });
+        self.sign_and_attest(
+            "sign".into(),
+            "the bundle image",
+            bundle_subject.clone(),
+            attest,
+        )?;
 
         // 5. Catalogs: only now, with the image in place and signed.
         let entry_image = format!("{bundle_repo}@{bundle_digest}");
         let mut catalogs = Vec::new();
         for i in 0..self.plan.catalogs.len() {
-            match self.catalog_steps(i, &entry_image, &bundle_digest, options)? {
+            match self.catalog_steps(i, &entry_image, &bundle_digest, staged, options)? {
                 Ok(c) => catalogs.push(c),
                 Err(invalid) => return Ok(Err(invalid)),
             }
@@ -546,6 +723,7 @@ impl Runner<'_> {
         i: usize,
         entry_image: &str,
         bundle_digest: &str,
+        staged: &Staged,
         options: &Options<'_>,
     ) -> Result<std::result::Result<CatalogSummary, Outcome>> {
         let target = self.plan.catalogs[i].clone();
@@ -650,6 +828,9 @@ impl Runner<'_> {
             (self.on_event)(&Event::Skipped(&step));
         }
         self.plan.steps.push(step);
+        if i + 1 == self.plan.catalogs.len() {
+            self.start_chart_push(staged, options)?;
+        }
 
         // The catalog image: built in memory first for its digest.
         let build_opts = opship_catalog::build::BuildOptions {
@@ -730,30 +911,28 @@ impl Runner<'_> {
                     },
                 };
                 signature = Some(subject.signature_reference());
-                self.sign_step(
+                let attest = match &target.remote {
+                    Some(remote) => {
+                        let bundle = Resource {
+                            name: image_name(&self.plan.bundle_repo, &self.plan.remote_tag),
+                            digest: Digest::parse(bundle_digest)
+                                .map_err(|e| Self::check_err("attest-catalog")(e.to_string()))?,
+                        };
+                        let artifact = remote
+                            .rsplit('/')
+                            .next()
+                            .unwrap_or(remote.as_str())
+                            .to_owned();
+                        Some((format!("attest-catalog:{label}"), artifact, vec![bundle]))
+                    }
+                    None => None,
+                };
+                self.sign_and_attest(
                     format!("sign-catalog:{label}"),
                     "the catalog image",
-                    subject.clone(),
+                    subject,
+                    attest,
                 )?;
-                if let Some(remote) = &target.remote {
-                    let bundle = Resource {
-                        name: image_name(&self.plan.bundle_repo, &self.plan.remote_tag),
-                        digest: Digest::parse(bundle_digest)
-                            .map_err(|e| Self::check_err("attest-catalog")(e.to_string()))?,
-                    };
-                    let artifact = remote
-                        .rsplit('/')
-                        .next()
-                        .unwrap_or(remote.as_str())
-                        .to_owned();
-                    self.attest_step(
-                        format!("attest-catalog:{label}"),
-                        "the catalog image",
-                        subject,
-                        artifact,
-                        vec![bundle],
-                    )?;
-                }
             }
             None => {
                 // Dry run before the catalog add: the digest, and so the signature, comes later.
@@ -821,6 +1000,91 @@ impl Runner<'_> {
         }))
     }
 
+    /// Starts the chart push (with its lookup of the tag) as a task of the runtime, which runs
+    /// it while the catalog image is pushed, signed and attested; [`Runner::chart_steps`]
+    /// takes its outcome, so the steps and their events stay in plan order. Started only once
+    /// the catalogs validate (a release stopped by an invalid catalog pushes no chart), never
+    /// in a dry run.
+    fn start_chart_push(&mut self, staged: &Staged, options: &Options<'_>) -> Result<()> {
+        let (Some(ns), Some(client)) = (self.plan.registry.clone(), self.client.clone()) else {
+            return Ok(());
+        };
+        if self.plan.dry_run {
+            return Ok(());
+        }
+        let package = &staged.package;
+        let archive = self.plan.chart_out.join(package.file_name());
+        let artifact = chart_artifact(package, &archive, options)?;
+        let remote = format!(
+            "{ns}/{}:{}",
+            staged.chart_name,
+            package.version.replace('+', "_")
+        );
+        let reference = parse_reference(&remote).map_err(|e| Error::Config(e.to_string()))?;
+        let (name, version, digest) = (
+            staged.chart_name.clone(),
+            package.version.clone(),
+            package.digest(),
+        );
+        // The signature too when the key is decrypted already (a first release has signed the
+        // bundle image by now); else `sign-chart` checks and signs in its turn.
+        let keys = match (self.signer.public(), self.signer.decrypted()) {
+            (Ok(Some(public)), Some(private)) => Some((public.clone(), private)),
+            _ => None,
+        };
+        let release = self.plan.version.clone();
+        self.chart_push = Some(self.rt.spawn(async move {
+            let held = client
+                .manifest_if_any(&reference)
+                .await
+                .map_err(|e| format!("looking up {remote}: {e}"))?;
+            let pushed = match held.filter(|m| holds_chart(m, &digest)) {
+                Some(m) => ChartPushed::Held(m),
+                None => ChartPushed::Pushed(
+                    client
+                        .push_chart(&ns, &name, &version, &artifact, false)
+                        .await
+                        .map(|p| p.digest)
+                        .map_err(|e| e.to_string()),
+                ),
+            };
+            let manifest = match &pushed {
+                ChartPushed::Held(m) => Some((m.digest.as_str().to_owned(), false)),
+                ChartPushed::Pushed(Ok(d)) => Some((d.clone(), true)),
+                ChartPushed::Pushed(Err(_)) => None,
+            };
+            let sign = match (manifest, keys) {
+                (Some((digest, just_pushed)), Some((public, private))) => {
+                    let repository = format!("{ns}/{name}");
+                    let subject = Subject {
+                        digest,
+                        identity: repository.clone(),
+                        location: Location::Registry { repository },
+                    };
+                    let verified =
+                        crate::sign::verified(Some(&client), Some(&public), &subject, just_pushed)
+                            .await;
+                    let signed = match verified {
+                        Ok(Some(true)) | Err(_) => None,
+                        Ok(_) => Some(
+                            crate::sign::sign(&private, Some(&client), &subject, &release)
+                                .await
+                                .map(|_| ()),
+                        ),
+                    };
+                    Some(SignAhead {
+                        subject,
+                        verified,
+                        signed,
+                    })
+                }
+                _ => None,
+            };
+            Ok(ChartAhead { pushed, sign })
+        }));
+        Ok(())
+    }
+
     /// The chart steps: render, package, and with a registry push and sign.
     fn chart_steps(&mut self, staged: &Staged, options: &Options<'_>) -> Result<ChartSummary> {
         let chart_out = self.plan.chart_out.clone();
@@ -884,7 +1148,9 @@ impl Runner<'_> {
             digest: Some(chart_digest.clone()),
             state: State::Planned,
         };
-        if std::fs::read(&archive).is_ok_and(|b| Digest::of(&b).as_str() == chart_digest) {
+        if opship_core::input::read(&archive, opship_core::input::Kind::Blob)
+            .is_ok_and(|b| Digest::of(&b).as_str() == chart_digest)
+        {
             step.state = State::Done("the archive has this digest".into());
         }
         self.execute(step, |_| {
@@ -932,12 +1198,28 @@ impl Runner<'_> {
             digest: Some(manifest_digest.clone()),
             state: State::Planned,
         };
-        // The chart manifest's one layer is the archive: same digest, same chart. A different
-        // chart under the tag is refused by the push itself.
-        if let Some(m) = self.remote_manifest("push-chart", &remote)?
-            && serde_json::from_slice::<serde_json::Value>(&m.bytes)
-                .is_ok_and(|v| v["layers"][0]["digest"].as_str() == Some(chart_digest.as_str()))
-        {
+        // A different chart under the tag is refused by the push itself.
+        let ahead = match self.chart_push.take() {
+            Some(job) => Some(
+                self.rt
+                    .block_on(job)
+                    .map_err(|e| Self::check_err("push-chart")(e.to_string()))?
+                    .map_err(Self::check_err("push-chart"))?,
+            ),
+            None => None,
+        };
+        let (ahead, sign_ahead) = match ahead {
+            Some(a) => (Some(a.pushed), a.sign),
+            None => (None, None),
+        };
+        let held = match &ahead {
+            Some(ChartPushed::Held(m)) => Some(m.clone()),
+            Some(ChartPushed::Pushed(_)) => None,
+            None => self
+                .remote_manifest("push-chart", &remote)?
+                .filter(|m| holds_chart(m, &chart_digest)),
+        };
+        if let Some(m) = held {
             step.state = State::Done("the registry holds this chart archive".into());
             step.digest = Some(m.digest.as_str().to_owned());
         }
@@ -945,11 +1227,16 @@ impl Runner<'_> {
         let version = package.version.clone();
         let pushed_digest = std::cell::RefCell::new(None);
         self.execute(step, |r| {
-            let client = r.client.as_ref().ok_or("no registry")?;
-            let p =
-                r.rt.block_on(client.push_chart(&ns, &name, &version, &artifact, false))
-                    .map_err(|e| e.to_string())?;
-            *pushed_digest.borrow_mut() = Some(p.digest);
+            let digest = match ahead {
+                Some(ChartPushed::Pushed(pushed)) => pushed?,
+                _ => {
+                    let client = r.client.as_ref().ok_or("no registry")?;
+                    r.rt.block_on(client.push_chart(&ns, &name, &version, &artifact, false))
+                        .map_err(|e| e.to_string())?
+                        .digest
+                }
+            };
+            *pushed_digest.borrow_mut() = Some(digest);
             Ok(())
         })?;
         let manifest_digest = pushed_digest
@@ -959,6 +1246,7 @@ impl Runner<'_> {
         if let Some(last) = self.plan.steps.last_mut() {
             last.digest = Some(manifest_digest.clone());
         }
+        self.note_pushed();
         let repository = format!("{ns}/{}", staged.chart_name);
         let subject = Subject {
             digest: manifest_digest.clone(),
@@ -966,7 +1254,7 @@ impl Runner<'_> {
             location: Location::Registry { repository },
         };
         summary.signature = Some(subject.signature_reference());
-        self.sign_step("sign-chart".into(), "the chart", subject)?;
+        self.sign_step("sign-chart".into(), "the chart", subject, sign_ahead)?;
         summary.reference = Some(format!("oci://{remote}"));
         summary.manifest_digest = Some(manifest_digest);
         Ok(summary)
@@ -1040,64 +1328,9 @@ fn add_options(plan: &Plan, i: usize) -> Result<(AddOptions, CsvFormat)> {
             CsvFormat::BundleObject,
         ));
     };
-    let channels = match (&t.channels, c.channels.is_empty()) {
-        (Some(ch), _) => ch.clone(),
-        (None, false) => c.channels.clone(),
-        (None, true) => {
-            return Err(Error::Config(format!(
-                "catalog target `{}`: name its channels (or the project's `channels`)",
-                t.name
-            )));
-        }
-    };
-    let format = match (t.csv_format.as_deref(), t.ocp_version.as_deref()) {
-        (Some("csv-metadata"), _) => CsvFormat::CsvMetadata,
-        (Some("bundle-object"), _) => CsvFormat::BundleObject,
-        (Some(other), _) => {
-            return Err(Error::Config(format!(
-                "catalog target `{}`: csvFormat `{other}` is not bundle-object or csv-metadata",
-                t.name
-            )));
-        }
-        (None, Some(v)) => {
-            let trimmed = v.trim().trim_start_matches('v');
-            let parsed = trimmed
-                .split_once('.')
-                .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
-                .ok_or_else(|| {
-                    Error::Config(format!(
-                        "catalog target `{}`: ocpVersion `{v}`: expected MAJOR.MINOR like 4.17",
-                        t.name
-                    ))
-                })?;
-            // OpenShift 4.17 and newer require `olm.csv.metadata`, 4.16 and older forbid it.
-            if parsed >= (4, 17) {
-                CsvFormat::CsvMetadata
-            } else {
-                CsvFormat::BundleObject
-            }
-        }
-        (None, None) => CsvFormat::BundleObject,
-    };
-    let skip_range = match t.skip_range.as_deref() {
-        Some("minor") => SkipRangePolicy::Minor,
-        Some("major") => SkipRangePolicy::Major,
-        Some("all") => SkipRangePolicy::All,
-        Some("none") | None => SkipRangePolicy::None,
-        Some(other) => {
-            return Err(Error::Config(format!(
-                "catalog target skipRange `{other}`: expected none, minor, major or all"
-            )));
-        }
-    };
-    Ok((
-        AddOptions {
-            channels,
-            default_channel: None,
-            skip_range,
-            skips: SkipsPolicy::None,
-            replace: false,
-        },
-        format,
-    ))
+    let settings = TargetSettings::of(t).map_err(|e| Error::Config(e.to_string()))?;
+    let options = settings
+        .add_options(&t.name, &c.channels)
+        .map_err(|e| Error::Config(e.to_string()))?;
+    Ok((options, settings.format))
 }

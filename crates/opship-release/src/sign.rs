@@ -4,8 +4,10 @@
 //! the signing itself, in the layout or in the registry; the same for SLSA provenance
 //! attestations (registry only: the attestation library writes to registries).
 
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use opship_oci::Registry;
 use opship_oci::cosign::attestation::{self, Format};
@@ -23,7 +25,10 @@ use crate::step::{Location, Subject};
 pub(crate) struct Signer {
     plan: KeyPlan,
     password: Option<Zeroizing<String>>,
-    private: OnceCell<PrivateKey>,
+    private: OnceCell<Arc<PrivateKey>>,
+    /// The key being decrypted on another thread, started before staging on a first release
+    /// so that scrypt (cosign's N = 32768) overlaps with the steps before the first signature.
+    decrypting: RefCell<Option<JoinHandle<Result<PrivateKey, String>>>>,
     public: OnceCell<PublicKey>,
 }
 
@@ -33,6 +38,7 @@ impl Signer {
             plan,
             password,
             private: OnceCell::new(),
+            decrypting: RefCell::new(None),
             public: OnceCell::new(),
         }
     }
@@ -49,28 +55,48 @@ impl Signer {
         Ok(Some(self.public.get_or_init(|| k)))
     }
 
+    /// Starts decrypting the key on another thread, when there is a key file: [`Signer::sign`]
+    /// and [`Signer::attest`] take the result (or its error) instead of decrypting.
+    pub(crate) fn start_decrypting(&self) {
+        if self.private.get().is_some() || !self.plan.key.is_file() {
+            return;
+        }
+        // The first use of the crypto library's random generator seeds it from CPU jitter
+        // (aws-lc: tens of milliseconds, once per process). Drawn on a thread of its own, a
+        // throwaway key makes that happen beside scrypt instead of after it, at the first
+        // signature.
+        let _ = std::thread::Builder::new()
+            .name("seed-rng".into())
+            .spawn(|| drop(PrivateKey::generate()));
+        let plan = self.plan.clone();
+        let password = self.password.clone();
+        // Without a thread (the system refuses one) the key is decrypted when first needed.
+        if let Ok(h) = std::thread::Builder::new()
+            .name("decrypt-key".into())
+            .spawn(move || decrypt(&plan, password.as_ref()))
+        {
+            *self.decrypting.borrow_mut() = Some(h);
+        }
+    }
+
+    /// The private key when it is decrypted already (for work that runs beside the steps).
+    pub(crate) fn decrypted(&self) -> Option<Arc<PrivateKey>> {
+        self.private.get().cloned()
+    }
+
     /// The decrypted private key (scrypt runs once per release).
     fn private(&self) -> Result<&PrivateKey, String> {
         if let Some(k) = self.private.get() {
             return Ok(k);
         }
-        let encrypted = EncryptedKey::read(&self.plan.key).map_err(|e| e.to_string())?;
-        let password = match &self.plan.password_file {
-            Some(f) => {
-                let text = Zeroizing::new(
-                    opship_core::input::read_string(f, opship_core::input::Kind::Secret)
-                        .map_err(|e| format!("password file {e}"))?,
-                );
-                Zeroizing::new(text.lines().next().unwrap_or("").to_owned())
-            }
-            None => self.password.clone().ok_or(
-                "no key password: set COSIGN_PASSWORD (empty for none) or `signing.passwordFile`",
-            )?,
+        let started = self.decrypting.borrow_mut().take();
+        let key = match started {
+            Some(h) => h
+                .join()
+                .map_err(|_| "decrypting the signing key failed".to_owned())??,
+            None => decrypt(&self.plan, self.password.as_ref())?,
         };
-        let key = encrypted
-            .decrypt(password.as_bytes())
-            .map_err(|e| e.to_string())?;
-        Ok(self.private.get_or_init(|| key))
+        Ok(self.private.get_or_init(|| Arc::new(key)))
     }
 
     /// Writes the default key: a random password (mode 0600) next to the key it opens, a
@@ -115,8 +141,8 @@ impl Signer {
             }
         }
         let password = Zeroizing::new(
-            std::fs::read_to_string(pw_file)
-                .map_err(|e| format!("{}: {e}", s(pw_file)))?
+            opship_core::input::read_string(pw_file, opship_core::input::Kind::Secret)
+                .map_err(|e| format!("password file {e}"))?
                 .lines()
                 .next()
                 .unwrap_or("")
@@ -136,50 +162,20 @@ impl Signer {
             0o644,
         )
         .map_err(|e| io(&e))?;
-        let _ = self.private.set(key);
+        let _ = self.private.set(Arc::new(key));
         Ok(())
     }
 
     /// Whether a signature by the release key for the subject's identity verifies: `None`
-    /// when that cannot be known yet (no public key, or the image is not there).
+    /// when that cannot be known yet (no public key, or the image is not there). `pushed`: the
+    /// release has just pushed the image, so it is not looked up first.
     pub(crate) async fn verified(
         &self,
         client: Option<&Registry>,
         subject: &Subject,
+        pushed: bool,
     ) -> Result<Option<bool>, String> {
-        let Some(key) = self.public()? else {
-            return Ok(None);
-        };
-        let policy = Policy {
-            identity: Identity::Repository(subject.identity.clone()),
-            annotations: BTreeMap::new(),
-        };
-        let report = match (&subject.location, client) {
-            (Location::Layout { dir, tag }, _) => {
-                if crate::check::layout_digest(dir, tag).as_deref() != Some(subject.digest.as_str())
-                {
-                    return Ok(None);
-                }
-                verification::verify_layout(dir, tag, key, &policy).map_err(|e| e.to_string())?
-            }
-            (Location::Registry { repository }, Some(client)) => {
-                let reference = parse_reference(&format!("{repository}@{}", subject.digest))
-                    .map_err(|e| e.to_string())?;
-                if client
-                    .manifest_if_any(&reference)
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .is_none()
-                {
-                    return Ok(None);
-                }
-                verification::verify_remote(client, &reference, key, &policy)
-                    .await
-                    .map_err(|e| e.to_string())?
-            }
-            (Location::Registry { .. }, None) => return Err("no registry client".into()),
-        };
-        Ok(Some(!report.verified().is_empty()))
+        verified(client, self.public()?, subject, pushed).await
     }
 
     /// Signs the subject with `release=<version>`; the signature goes next to the image (the
@@ -190,45 +186,29 @@ impl Signer {
         subject: &Subject,
         version: &str,
     ) -> Result<SignReport, String> {
-        let key = self.private()?;
-        let notes = BTreeMap::from([("release".to_owned(), version.to_owned())]);
-        match (&subject.location, client) {
-            (Location::Layout { dir, tag }, _) => {
-                signing::sign_layout(dir, tag, key, &subject.identity, &notes)
-                    .map_err(|e| e.to_string())
-            }
-            (Location::Registry { repository }, Some(client)) => {
-                let reference = parse_reference(&format!("{repository}@{}", subject.digest))
-                    .map_err(|e| e.to_string())?;
-                let digest = opship_core::image::Digest::parse(&subject.digest)
-                    .map_err(|e| e.to_string())?;
-                let signature = signing::new_signature(key, &subject.identity, &digest, &notes)
-                    .map_err(|e| e.to_string())?;
-                signing::push_signatures(client, &reference, &digest, vec![signature])
-                    .await
-                    .map_err(|e| e.to_string())
-            }
-            (Location::Registry { .. }, None) => Err("no registry client".into()),
-        }
+        sign(self.private()?, client, subject, version).await
     }
 
     /// Whether an attestation by the release key of exactly this provenance (the same
-    /// statement) for the subject verifies: `None` when that cannot be known yet.
+    /// statement) for the subject verifies: `None` when that cannot be known yet (`pushed` as
+    /// for [`Signer::verified`]).
     pub(crate) async fn attested(
         &self,
         client: &Registry,
         subject: &Subject,
         provenance: &Provenance,
+        pushed: bool,
     ) -> Result<Option<bool>, String> {
         let Some(key) = self.public()? else {
             return Ok(None);
         };
         let reference = registry_reference(subject)?;
-        if client
-            .manifest_if_any(&reference)
-            .await
-            .map_err(|e| e.to_string())?
-            .is_none()
+        if !pushed
+            && client
+                .manifest_if_any(&reference)
+                .await
+                .map_err(|e| e.to_string())?
+                .is_none()
         {
             return Ok(None);
         }
@@ -279,5 +259,96 @@ fn registry_reference(subject: &Subject) -> Result<opship_oci::registry::Referen
             parse_reference(&format!("{repository}@{}", subject.digest)).map_err(|e| e.to_string())
         }
         Location::Layout { .. } => Err("attestations are written to registries only".into()),
+    }
+}
+
+/// The release key decrypted with the password file's first line, else the given password.
+fn decrypt(plan: &KeyPlan, password: Option<&Zeroizing<String>>) -> Result<PrivateKey, String> {
+    let encrypted = EncryptedKey::read(&plan.key).map_err(|e| e.to_string())?;
+    let password = match &plan.password_file {
+        Some(f) => {
+            let text = Zeroizing::new(
+                opship_core::input::read_string(f, opship_core::input::Kind::Secret)
+                    .map_err(|e| format!("password file {e}"))?,
+            );
+            Zeroizing::new(text.lines().next().unwrap_or("").to_owned())
+        }
+        None => password.cloned().ok_or(
+            "no key password: set COSIGN_PASSWORD (empty for none) or `signing.passwordFile`",
+        )?,
+    };
+    encrypted
+        .decrypt(password.as_bytes())
+        .map_err(|e| e.to_string())
+}
+
+/// Whether a signature by `key` for the subject's identity verifies (see
+/// [`Signer::verified`]); free of the signer, for work that runs beside the steps.
+pub(crate) async fn verified(
+    client: Option<&Registry>,
+    key: Option<&PublicKey>,
+    subject: &Subject,
+    pushed: bool,
+) -> Result<Option<bool>, String> {
+    let Some(key) = key else {
+        return Ok(None);
+    };
+    let policy = Policy {
+        identity: Identity::Repository(subject.identity.clone()),
+        annotations: BTreeMap::new(),
+    };
+    let report = match (&subject.location, client) {
+        (Location::Layout { dir, tag }, _) => {
+            if crate::check::layout_digest(dir, tag).as_deref() != Some(subject.digest.as_str()) {
+                return Ok(None);
+            }
+            verification::verify_layout(dir, tag, key, &policy).map_err(|e| e.to_string())?
+        }
+        (Location::Registry { repository }, Some(client)) => {
+            let reference = parse_reference(&format!("{repository}@{}", subject.digest))
+                .map_err(|e| e.to_string())?;
+            if !pushed
+                && client
+                    .manifest_if_any(&reference)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .is_none()
+            {
+                return Ok(None);
+            }
+            verification::verify_remote(client, &reference, key, &policy)
+                .await
+                .map_err(|e| e.to_string())?
+        }
+        (Location::Registry { .. }, None) => return Err("no registry client".into()),
+    };
+    Ok(Some(!report.verified().is_empty()))
+}
+
+/// Signs the subject with `key` (see [`Signer::sign`]).
+pub(crate) async fn sign(
+    key: &PrivateKey,
+    client: Option<&Registry>,
+    subject: &Subject,
+    version: &str,
+) -> Result<SignReport, String> {
+    let notes = BTreeMap::from([("release".to_owned(), version.to_owned())]);
+    match (&subject.location, client) {
+        (Location::Layout { dir, tag }, _) => {
+            signing::sign_layout(dir, tag, key, &subject.identity, &notes)
+                .map_err(|e| e.to_string())
+        }
+        (Location::Registry { repository }, Some(client)) => {
+            let reference = parse_reference(&format!("{repository}@{}", subject.digest))
+                .map_err(|e| e.to_string())?;
+            let digest =
+                opship_core::image::Digest::parse(&subject.digest).map_err(|e| e.to_string())?;
+            let signature = signing::new_signature(key, &subject.identity, &digest, &notes)
+                .map_err(|e| e.to_string())?;
+            signing::push_signatures(client, &reference, &digest, vec![signature])
+                .await
+                .map_err(|e| e.to_string())
+        }
+        (Location::Registry { .. }, None) => Err("no registry client".into()),
     }
 }

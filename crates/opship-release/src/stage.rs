@@ -182,32 +182,14 @@ fn generate(plan: &Plan, options: &crate::Options<'_>) -> Result<bundle::Bundle>
         Some(p) => Some(load_one(&project.resolve(p))?),
         None => None,
     };
-    let version = &plan.version;
-    let release = project.release(version);
-    let created_at = release.and_then(|r| r.created_at.clone()).or_else(|| {
-        options
-            .source_date_epoch
-            .map(|e| bundle::rfc3339_from_epoch(e as i64))
-    });
-    let opts = bundle::Options {
-        package: c.package.clone(),
-        version: bundle::parse_version(version).map_err(|e| err(&e))?,
-        channels: release
-            .and_then(|r| r.channels.clone())
-            .unwrap_or_else(|| c.channels.clone()),
-        default_channel: c.default_channel.clone().filter(|d| !d.is_empty()),
-        replaces: release.and_then(|r| r.replaces.clone()),
-        skips: release.map(|r| r.skips.clone()).unwrap_or_default(),
-        skip_range: release.and_then(|r| r.skip_range.clone()),
-        created_at,
-        extra_service_accounts: c.extra_service_accounts.clone(),
-        exclude_kinds: c
-            .exclude_kinds
-            .clone()
-            .unwrap_or_else(|| vec!["Namespace".to_owned()]),
-        labels: c.labels.clone(),
-        operator_image: operator.map(|o| (o.placeholder().to_owned(), o.reference(version))),
-    };
+    let opts = bundle::settings::options(
+        Some(project),
+        &c.package,
+        &plan.version,
+        &Default::default(),
+        options.source_date_epoch.map(|e| e as i64),
+    )
+    .map_err(|e| err(&e))?;
     bundle::generate(Inputs { objects, base_csv }, &opts).map_err(|e| err(&e))
 }
 

@@ -11,6 +11,7 @@ pub mod metadata;
 pub mod pin;
 mod rbac;
 pub mod semantic;
+pub mod settings;
 mod webhooks;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -15,6 +15,7 @@ enum Seen {
     Start(String),
     Finish(String),
     Skip(String),
+    Planned(usize),
 }
 
 fn release(project_dir: &Path, ns: &str, key: &Path) -> (Summary, Vec<Seen>) {
@@ -36,6 +37,7 @@ fn release(project_dir: &Path, ns: &str, key: &Path) -> (Summary, Vec<Seen>) {
         Event::Started(s) => seen.push(Seen::Start(s.id.clone())),
         Event::Finished(s) => seen.push(Seen::Finish(s.id.clone())),
         Event::Skipped(s) => seen.push(Seen::Skip(s.id.clone())),
+        Event::Planned { steps } => seen.push(Seen::Planned(*steps)),
         _ => {}
     };
     let outcome = opship_release::release(project, options, &mut on_event).expect("release");
@@ -59,8 +61,9 @@ fn a_release_through_the_library_matches_the_registry_and_the_files() {
 
     let (s, events) = release(&dir, &ns, &tmp.path().join("cosign.key"));
     assert!(!s.dry_run);
-    // Every step that ran was started and finished, in plan order; the rest skipped.
-    let mut expected = Vec::new();
+    // First the number of steps (what a progress bar needs), then every step that ran
+    // started and finished, in plan order; the rest skipped.
+    let mut expected = vec![Seen::Planned(s.steps.len())];
     for st in &s.steps {
         match st.state {
             State::Ran => {
@@ -219,6 +222,7 @@ fn a_release_through_the_library_matches_the_registry_and_the_files() {
     .collect();
     let (again, events) = release(&dir, &ns, &tmp.path().join("cosign.key"));
     assert!(again.files_changed.is_empty(), "{:?}", again.files_changed);
+    assert_eq!(events[0], Seen::Planned(again.steps.len()));
     for st in &again.steps {
         if st.id.starts_with("catalog-validate:") {
             assert_eq!(st.state, State::Ran);
