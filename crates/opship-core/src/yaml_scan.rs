@@ -444,7 +444,7 @@ impl<'a, E, F: FnMut(Event<'a>, Pos) -> Result<(), E>> Scanner<'a, F> {
                 while j < self.le && b[j] == b' ' {
                     j += 1;
                 }
-                if j >= self.le || b[j] != b':' {
+                if j >= self.le || b[j] != b':' || !is_blank_or_end(b, j + 1, self.le) {
                     return Err(self.unsupported(line!()));
                 }
                 let style = if double {

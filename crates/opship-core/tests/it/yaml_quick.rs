@@ -160,6 +160,7 @@ fn quick_reader_gives_granits_events_on_each_construct() {
         "a: b # c\n  x: y\n",
         "a: \"\\q\"\n",
         "a: |\n\n",
+        "'': \n''::`\n",
         "a: \u{1}b\n",
         "a: b\u{7f}\n",
         "a: \u{80}b\n",
