@@ -99,6 +99,14 @@ fn plain_text(b: &[u8]) -> bool {
     true
 }
 
+fn quote_style(double: bool) -> ScalarStyle {
+    if double {
+        ScalarStyle::DoubleQuoted
+    } else {
+        ScalarStyle::SingleQuoted
+    }
+}
+
 struct Scanner<'a, F> {
     text: &'a str,
     b: &'a [u8],
@@ -304,11 +312,7 @@ impl<'a, E, F: FnMut(Event<'a>, Pos) -> Result<(), E>> Scanner<'a, F> {
                     q @ (b'"' | b'\'') => {
                         let at = self.pos();
                         let text = self.quoted(q == b'"', parent)?;
-                        let style = if q == b'"' {
-                            ScalarStyle::DoubleQuoted
-                        } else {
-                            ScalarStyle::SingleQuoted
-                        };
+                        let style = quote_style(q == b'"');
                         self.scalar(text, style, at)?;
                         self.end_of_value()
                     }
@@ -447,11 +451,7 @@ impl<'a, E, F: FnMut(Event<'a>, Pos) -> Result<(), E>> Scanner<'a, F> {
                 if j >= self.le || b[j] != b':' || !is_blank_or_end(b, j + 1, self.le) {
                     return Err(self.unsupported(line!()));
                 }
-                let style = if double {
-                    ScalarStyle::DoubleQuoted
-                } else {
-                    ScalarStyle::SingleQuoted
-                };
+                let style = quote_style(double);
                 Ok((text, style, j))
             }
             c => {
@@ -984,11 +984,7 @@ impl<'a, E, F: FnMut(Event<'a>, Pos) -> Result<(), E>> Scanner<'a, F> {
             }
             q @ (b'"' | b'\'') => {
                 let text = self.flow_quoted(q == b'"')?;
-                let style = if q == b'"' {
-                    ScalarStyle::DoubleQuoted
-                } else {
-                    ScalarStyle::SingleQuoted
-                };
+                let style = quote_style(q == b'"');
                 self.scalar(text, style, at)?;
                 if self.p < self.le && b[self.p] == b':' {
                     return Err(self.unsupported(line!()));
@@ -1075,11 +1071,7 @@ impl<'a, E, F: FnMut(Event<'a>, Pos) -> Result<(), E>> Scanner<'a, F> {
         let (text, style) = match b[self.p] {
             q @ (b'"' | b'\'') => {
                 let t = self.flow_quoted(q == b'"')?;
-                let style = if q == b'"' {
-                    ScalarStyle::DoubleQuoted
-                } else {
-                    ScalarStyle::SingleQuoted
-                };
+                let style = quote_style(q == b'"');
                 self.skip_spaces();
                 (t, style)
             }
