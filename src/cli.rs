@@ -487,6 +487,12 @@ pub enum ValidateCommand {
         after_help = "Exit status: 0 clean or only warnings, 1 errors found, 2 a bundle could not be validated.\n\nExamples:\n  opship validate bundle bundle/0.3.0\n  opship validate bundle bundles/*/* --select-optional operatorhub,good-practices\n  opship validate bundle bundle/0.3.0 --select-optional deprecated-apis --k8s-version 1.29\n  opship validate bundle bundle/* --output github"
     )]
     Bundle(ValidateBundleArgs),
+    /// Validate every bundle of an operator directory with the community-operators pipeline's
+    /// checks (the `community` suite, operator-level checks reported once).
+    #[command(
+        after_help = "Exit status: 0 clean or only warnings, 1 errors found, 2 the operator or a bundle could not be validated.\n\nExamples:\n  opship validate operator operators/my-operator\n  opship validate operator operators/my-operator --select-optional suite=operatorframework -o json"
+    )]
+    Operator(ValidateOperatorArgs),
 }
 
 /// Who issues the serving certificates of webhooks (`opship manifests --cert-provider`).
@@ -536,9 +542,32 @@ pub struct ValidateBundleArgs {
     /// Bundle directories.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub suites: ValidateSuiteArgs,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = OutputFormat::Human)]
+    pub output: OutputFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateOperatorArgs {
+    /// An operator directory of a community-operators style repository
+    /// (`operators/<name>` with `ci.yaml` and one directory per bundle version).
+    #[arg(value_name = "OPDIR")]
+    pub dir: PathBuf,
+    #[command(flatten)]
+    pub suites: ValidateSuiteArgs,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = OutputFormat::Human)]
+    pub output: OutputFormat,
+}
+
+/// What `validate bundle` and `validate operator` run.
+#[derive(Debug, Args)]
+pub struct ValidateSuiteArgs {
     /// Optional suites, comma-separated: operatorhub, good-practices, deprecated-apis,
-    /// bundle-objects, olm-v1, rbac, crd-examples, or `all`. operator-sdk's selectors
-    /// (`name=operatorhub`, `suite=operatorframework`) are accepted.
+    /// bundle-objects, olm-v1, rbac, crd-examples, community, or `all` (all but community).
+    /// operator-sdk's selectors (`name=operatorhub`, `suite=operatorframework`) are accepted.
     #[arg(long, value_name = "SUITES", value_delimiter = ',')]
     pub select_optional: Vec<String>,
     /// Kubernetes version the bundle targets: APIs removed at or before it are errors
@@ -549,9 +578,11 @@ pub struct ValidateBundleArgs {
     /// (like operator-sdk's OPERATOR_BUNDLE_CATEGORIES).
     #[arg(long, value_name = "FILE", env = "OPERATOR_BUNDLE_CATEGORIES")]
     pub categories: Option<PathBuf>,
-    /// Output format.
-    #[arg(long, short, value_enum, default_value_t = OutputFormat::Human)]
-    pub output: OutputFormat,
+    /// The catalog indices of the repository's organization, comma-separated (`v4.16,v4.17`),
+    /// as Red Hat's Pyxis service lists them: lets the community suite's
+    /// check_replaces_availability compare two OpenShift version ranges (skipped without).
+    #[arg(long, value_name = "VERSIONS", value_delimiter = ',')]
+    pub ocp_indices: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -7,7 +7,10 @@ use opship_validate::report::{self, Format, RenderOptions};
 use opship_validate::{Options, Suite, rule};
 
 use super::{CmdError, ExitStatus};
-use crate::cli::{OutputFormat, RulesFormat, ValidateArgs, ValidateBundleArgs, ValidateCommand};
+use crate::cli::{
+    OutputFormat, RulesFormat, ValidateArgs, ValidateBundleArgs, ValidateCommand,
+    ValidateOperatorArgs, ValidateSuiteArgs,
+};
 
 /// Runs `opship validate ...`.
 pub fn run(args: &ValidateArgs) -> Result<ExitStatus, CmdError> {
@@ -27,6 +30,7 @@ pub fn run(args: &ValidateArgs) -> Result<ExitStatus, CmdError> {
     }
     match &args.command {
         Some(ValidateCommand::Bundle(b)) => bundle(b),
+        Some(ValidateCommand::Operator(o)) => operator(o),
         None => Err(
             "say what to validate: `opship validate bundle PATH...` (or --list-rules, \
                      --explain ID)"
@@ -36,7 +40,7 @@ pub fn run(args: &ValidateArgs) -> Result<ExitStatus, CmdError> {
 }
 
 fn bundle(args: &ValidateBundleArgs) -> Result<ExitStatus, CmdError> {
-    let opts = options(args)?;
+    let opts = options(&args.suites)?;
     // Registry references are pulled (verified) into a temporary layout first; everything else
     // is a directory or a layout image, validated in parallel.
     let tmp = tempfile::tempdir()?;
@@ -68,26 +72,36 @@ fn bundle(args: &ValidateBundleArgs) -> Result<ExitStatus, CmdError> {
         .zip(pulled)
         .map(|(arg, p)| match p {
             Some((layout, tag)) => opship_validate::load::load_layout_as(&layout, &tag, arg)
-                .map(|b| opship_validate::BundleReport {
-                    path: arg.clone(),
-                    name: b.name.clone(),
-                    findings: opship_validate::validate(&b, &opts),
-                })
+                .map(|b| opship_validate::validate_report(&b, &opts, arg))
                 .inspect(|_| progress.item_done(&arg.display().to_string())),
             None => local_results.next().expect("one result per local bundle"),
         })
         .collect();
     drop(progress);
-    let format = match args.output {
+    print_results(&results, args.output)
+}
+
+fn operator(args: &ValidateOperatorArgs) -> Result<ExitStatus, CmdError> {
+    let mut opts = options(&args.suites)?;
+    opts.optional.insert(Suite::Community);
+    let results = opship_validate::community::validate_operator(&args.dir, &opts)?;
+    print_results(&results, args.output)
+}
+
+fn print_results(
+    results: &[opship_validate::Result<opship_validate::BundleReport>],
+    output: OutputFormat,
+) -> Result<ExitStatus, CmdError> {
+    let format = match output {
         OutputFormat::Human => Format::Human,
         OutputFormat::Json => Format::Json,
         OutputFormat::Sarif => Format::Sarif,
         OutputFormat::Github => Format::Github,
     };
-    let color = args.output == OutputFormat::Human
+    let color = output == OutputFormat::Human
         && std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let text = report::render(&results, format, &RenderOptions { color });
+    let text = report::render(results, format, &RenderOptions { color });
     write_stdout(&text)?;
     Ok(if results.iter().any(Result::is_err) {
         ExitStatus::Incomplete
@@ -102,16 +116,16 @@ fn bundle(args: &ValidateBundleArgs) -> Result<ExitStatus, CmdError> {
     })
 }
 
-fn options(args: &ValidateBundleArgs) -> Result<Options, CmdError> {
+fn options(args: &ValidateSuiteArgs) -> Result<Options, CmdError> {
     let mut opts = Options::default();
     for name in &args.select_optional {
         if name.trim() == "all" {
             opts.optional
-                .extend(Suite::ALL.into_iter().filter(|s| s.is_optional()));
+                .extend(Suite::ALL.into_iter().filter(|s| s.in_all()));
             continue;
         }
-        let suite = Suite::from_name(name)
-            .filter(|s| s.is_optional())
+        let suites = Suite::select(name)
+            .filter(|s| s.iter().all(|s| s.is_optional()))
             .ok_or_else(|| {
                 let names: Vec<&str> = Suite::ALL
                     .into_iter()
@@ -123,8 +137,9 @@ fn options(args: &ValidateBundleArgs) -> Result<Options, CmdError> {
                     names.join(", ")
                 )
             })?;
-        opts.optional.insert(suite);
+        opts.optional.extend(suites);
     }
+    opts.ocp_indices = args.ocp_indices.clone();
     if let Some(v) = &args.k8s_version {
         opts.k8s_version = Some(parse_k8s_version(v)?);
     }

@@ -18,11 +18,13 @@ macro_rules! rule {
             upstream: $upstream,
             summary: $summary,
             help: $help,
+            check: None,
         };
     };
 }
 
 pub mod bundle;
+pub mod community;
 pub mod crd;
 pub mod crd_examples;
 pub mod csv;
@@ -59,6 +61,10 @@ pub struct Options {
     /// Replacement list of OperatorHub categories (`--categories FILE`, like operator-sdk's
     /// `OPERATOR_BUNDLE_CATEGORIES`).
     pub categories: Option<Vec<String>>,
+    /// The catalog indices of the repository's organization (`v4.16`, `v4.17`, ...), as Red
+    /// Hat's Pyxis service lists them (`--ocp-indices`): what the community suite's
+    /// `check_replaces_availability` needs to compare two OpenShift version ranges.
+    pub ocp_indices: Option<Vec<String>>,
 }
 
 impl Options {
@@ -70,7 +76,7 @@ impl Options {
     /// Every suite, as `--select-optional all` gives.
     pub fn all() -> Options {
         Options {
-            optional: Suite::ALL.into_iter().filter(|s| s.is_optional()).collect(),
+            optional: Suite::ALL.into_iter().filter(|s| s.in_all()).collect(),
             ..Options::default()
         }
     }
@@ -85,6 +91,8 @@ pub struct BundleReport {
     pub name: String,
     /// Findings, sorted by file, line, column and rule.
     pub findings: Vec<Finding>,
+    /// Checks of the community suite that did not run, and why.
+    pub skipped: Vec<community::Skipped>,
 }
 
 impl BundleReport {
@@ -94,7 +102,8 @@ impl BundleReport {
     }
 }
 
-/// Runs the selected suites over a loaded bundle.
+/// Runs the selected suites over a loaded bundle (the community suite aside: it needs the
+/// bundle's directory, see [`validate_report`]).
 pub fn validate(b: &Bundle, opts: &Options) -> Vec<Finding> {
     let mut out = b.findings.clone();
     type Check = fn(&Bundle, &Options, &mut Vec<Finding>);
@@ -120,14 +129,30 @@ pub fn validate(b: &Bundle, opts: &Options) -> Vec<Finding> {
     out
 }
 
+/// Runs the selected suites over a loaded bundle, the community suite included (in the
+/// context of the operator directory that holds `b.root`).
+pub fn validate_report(b: &Bundle, opts: &Options, path: &Path) -> BundleReport {
+    let mut findings = validate(b, opts);
+    let mut skipped = Vec::new();
+    if opts.runs(Suite::Community) {
+        let c = community::check_bundle_dir(&b.root, opts);
+        findings.extend(c.findings);
+        findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+        findings.dedup();
+        skipped = c.skipped;
+    }
+    BundleReport {
+        path: path.to_path_buf(),
+        name: b.name.clone(),
+        findings,
+        skipped,
+    }
+}
+
 /// Loads and validates one bundle directory.
 pub fn validate_dir(dir: &Path, opts: &Options) -> Result<BundleReport> {
     let b = load::load_dir(dir)?;
-    Ok(BundleReport {
-        path: dir.to_path_buf(),
-        name: b.name.clone(),
-        findings: validate(&b, opts),
-    })
+    Ok(validate_report(&b, opts, dir))
 }
 
 /// Where a bundle to validate is: a directory, or an image in an OCI layout.
@@ -174,11 +199,7 @@ pub fn validate_source(arg: &Path, opts: &Options) -> Result<BundleReport> {
         Source::Dir(d) => validate_dir(&d, opts),
         Source::Layout { layout, tag } => {
             let b = load::load_layout(&layout, &tag)?;
-            Ok(BundleReport {
-                path: arg.to_path_buf(),
-                name: b.name.clone(),
-                findings: validate(&b, opts),
-            })
+            Ok(validate_report(&b, opts, arg))
         }
     }
 }

@@ -194,6 +194,16 @@ fn human(results: &[Result<BundleReport>], color: bool) -> String {
                     out.push_str(&line);
                     out.push('\n');
                 }
+                for s in &report.skipped {
+                    let _ = writeln!(
+                        out,
+                        "  {}",
+                        paint.wrap(
+                            DIM,
+                            &format!("skipped {} ({}): {}", s.check, s.rule, clean(&s.reason))
+                        )
+                    );
+                }
             }
             Err(e) => {
                 failed += 1;
@@ -258,6 +268,8 @@ struct JsonBundle<'a> {
     errors: usize,
     warnings: usize,
     findings: Vec<JsonFinding<'a>>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    skipped: &'a [crate::community::Skipped],
 }
 
 #[derive(Serialize)]
@@ -269,6 +281,8 @@ struct JsonFinding<'a> {
     message: &'a str,
     location: Option<JsonLocation>,
     upstream: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    check: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -328,8 +342,10 @@ fn json(results: &[Result<BundleReport>]) -> String {
                                 column: (o.pos.line > 0 && o.pos.col > 0).then_some(o.pos.col),
                             }),
                             upstream: f.rule.upstream,
+                            check: f.rule.check,
                         })
                         .collect(),
+                    skipped: &report.skipped,
                 });
             }
             Err(e) => {
@@ -418,6 +434,8 @@ struct SarifRuleProperties {
     tags: Vec<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     upstream: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    check: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -458,6 +476,8 @@ struct SarifFingerprints {
 struct SarifResultProperties {
     suite: &'static str,
     bundle: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    check: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -586,6 +606,7 @@ fn sarif(results: &[Result<BundleReport>]) -> String {
                 properties: SarifResultProperties {
                     suite: f.rule.suite.name(),
                     bundle: report.name.clone(),
+                    check: f.rule.check,
                 },
             });
         }
@@ -619,6 +640,7 @@ fn sarif(results: &[Result<BundleReport>]) -> String {
                             properties: SarifRuleProperties {
                                 tags: vec![r.suite.name()],
                                 upstream: r.upstream,
+                                check: r.check,
                             },
                         })
                         .collect(),

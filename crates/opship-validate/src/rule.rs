@@ -55,11 +55,14 @@ pub enum Suite {
     Rbac,
     /// `alm-examples` checked against the CRD schemas; CEL rules must parse.
     CrdExamples,
+    /// The community-operators pipeline's static checks (operator-pipelines' `community` and
+    /// `common` suites), run in the context of the bundle's operator directory.
+    Community,
 }
 
 impl Suite {
     /// Every suite, default ones first.
-    pub const ALL: [Suite; 11] = [
+    pub const ALL: [Suite; 12] = [
         Suite::BundleFormat,
         Suite::Csv,
         Suite::Crd,
@@ -71,6 +74,7 @@ impl Suite {
         Suite::OlmV1,
         Suite::Rbac,
         Suite::CrdExamples,
+        Suite::Community,
     ];
 
     /// The name used on the command line and in reports.
@@ -87,6 +91,7 @@ impl Suite {
             Suite::OlmV1 => "olm-v1",
             Suite::Rbac => "rbac",
             Suite::CrdExamples => "crd-examples",
+            Suite::Community => "community",
         }
     }
 
@@ -98,8 +103,31 @@ impl Suite {
         )
     }
 
+    /// Whether `--select-optional all` turns the suite on: not `community`, which needs the
+    /// bundle's operator directory and the repository's rules.
+    pub fn in_all(self) -> bool {
+        self.is_optional() && self != Suite::Community
+    }
+
+    /// The suites a command-line selector names: one of opship's suite names, operator-sdk's
+    /// `name=...` selectors, or `suite=operatorframework` (operator-sdk's optional validators of
+    /// that suite: operatorhub, good-practices and alpha-deprecated-apis).
+    pub fn select(name: &str) -> Option<Vec<Suite>> {
+        let name = name.trim();
+        if let Some(suite) = name.strip_prefix("suite=") {
+            return (suite.trim() == "operatorframework").then(|| {
+                vec![
+                    Suite::Operatorhub,
+                    Suite::GoodPractices,
+                    Suite::DeprecatedApis,
+                ]
+            });
+        }
+        Suite::from_name(name).map(|s| vec![s])
+    }
+
     /// The suite of a command-line name. operator-sdk's selector names are accepted too
-    /// (`name=operatorhub`, `suite=operatorframework`, `alpha-deprecated-apis`, ...).
+    /// (`name=operatorhub`, `alpha-deprecated-apis`, ...).
     pub fn from_name(name: &str) -> Option<Suite> {
         let name = name.trim();
         let name = name
@@ -107,9 +135,7 @@ impl Suite {
             .or_else(|| name.strip_prefix("suite="))
             .unwrap_or(name);
         Some(match name {
-            "operatorhub" | "operatorhubv2" | "capabilities" | "categories" | "community" => {
-                Suite::Operatorhub
-            }
+            "operatorhub" | "operatorhubv2" | "capabilities" | "categories" => Suite::Operatorhub,
             "good-practices" => Suite::GoodPractices,
             "deprecated-apis" | "alpha-deprecated-apis" => Suite::DeprecatedApis,
             "bundle-objects" | "objects" => Suite::BundleObjects,
@@ -144,6 +170,10 @@ pub struct Rule {
     pub summary: &'static str,
     /// Why it matters and how to fix it.
     pub help: &'static str,
+    /// The name of the check of the community-operators pipeline (operator-pipelines'
+    /// `operatorcert.static_tests`) this rule reproduces, e.g. `check_required_fields`;
+    /// `None` for rules outside the `community` suite.
+    pub check: Option<&'static str>,
 }
 
 /// One problem found in one bundle.
@@ -314,6 +344,7 @@ pub fn all() -> Vec<&'static Rule> {
         crate::olm_v1::RULES,
         crate::rbac::RULES,
         crate::crd_examples::RULES,
+        crate::community::RULES,
     ]
     .concat();
     rules.sort_by_key(|r| r.id);
@@ -530,5 +561,16 @@ mod tests {
             Some(Suite::DeprecatedApis)
         );
         assert_eq!(Suite::from_name("nope"), None);
+        assert_eq!(
+            Suite::select("suite=operatorframework"),
+            Some(vec![
+                Suite::Operatorhub,
+                Suite::GoodPractices,
+                Suite::DeprecatedApis
+            ])
+        );
+        assert_eq!(Suite::select("name=operatorhub"), Some(vec![Suite::Operatorhub]));
+        assert_eq!(Suite::select("community"), Some(vec![Suite::Community]));
+        assert_eq!(Suite::select("suite=nope"), None);
     }
 }

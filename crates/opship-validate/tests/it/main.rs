@@ -43,6 +43,7 @@ pub fn corpus_bundles() -> Vec<PathBuf> {
 }
 
 mod bad_input;
+mod community;
 mod docs;
 mod fixtures;
 mod parity;

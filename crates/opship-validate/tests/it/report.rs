@@ -24,6 +24,7 @@ fn sample() -> Vec<Result<BundleReport>> {
         Ok(BundleReport {
             path: PathBuf::from("bundles/memcached/0.0.1"),
             name: "0.0.1".into(),
+            skipped: vec![],
             findings: vec![
                 // Bundle-wide, no location: attached to the bundle directory.
                 Finding::new(
@@ -61,11 +62,13 @@ fn sample() -> Vec<Result<BundleReport>> {
         Ok(BundleReport {
             path: PathBuf::from("bundles/clean/1.0.0"),
             name: "1.0.0".into(),
+            skipped: vec![],
             findings: vec![],
         }),
         Ok(BundleReport {
             path: PathBuf::from("odd dir/v1:2,3"),
             name: "v1:2,3".into(),
+            skipped: vec![],
             findings: vec![
                 Finding::new(
                     &format::BF008,
@@ -170,6 +173,7 @@ fn human_summary_only_when_nothing_to_report() {
     let one = vec![Ok(BundleReport {
         path: PathBuf::from("b"),
         name: "b".into(),
+        skipped: vec![],
         findings: vec![],
     })];
     assert_eq!(
@@ -338,6 +342,7 @@ fn sarif_fingerprints_are_stable() {
         let r = vec![Ok(BundleReport {
             path: PathBuf::from("b"),
             name: "b".into(),
+            skipped: vec![],
             findings: vec![Finding::new(&format::BF008, "o", message).at(at("b/m.yaml", line, 1))],
         })];
         let doc: Value =
