@@ -391,6 +391,11 @@ pub fn explain(r: &Rule) -> String {
             |t| format!("operator-framework/api reports this as {t}")
         )
     ));
+    if let Some(check) = r.check {
+        out.push_str(&format!(
+            "pipeline: the community-operators pipeline's {check}\n\n"
+        ));
+    }
     out.push_str(&wrap(r.help, 88));
     out.push('\n');
     out
@@ -442,6 +447,11 @@ pub fn markdown() -> String {
                 suite.name(),
                 r.help
             ));
+            if let Some(check) = r.check {
+                out.push_str(&format!(
+                    "\nThe community-operators pipeline's `{check}`.\n"
+                ));
+            }
         }
     }
     out

@@ -455,7 +455,7 @@ static HTTP_URL: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^https?://.+").expect("valid regex"));
 
 /// What a required field must be.
-enum Rule_ {
+enum FieldRule {
     /// At least this many characters (any, or all but newlines).
     Min(usize, bool),
     Re(&'static LazyLock<Regex>),
@@ -495,23 +495,23 @@ const CATEGORIES: [&str; 16] = [
     "Streaming & Messaging",
 ];
 
-fn required_fields() -> [(&'static str, Rule_, bool); 15] {
+fn required_fields() -> [(&'static str, FieldRule, bool); 15] {
     [
-        ("metadata.annotations.capabilities", Rule_::Capabilities, false),
-        ("metadata.annotations.categories", Rule_::Categories, false),
-        ("metadata.annotations.containerImage", Rule_::Re(&CONTAINER_IMAGE), false),
-        ("metadata.annotations.createdAt", Rule_::Timestamp, false),
-        ("metadata.annotations.repository", Rule_::Re(&HTTP_URL), false),
-        ("metadata.annotations.support", Rule_::Min(3, true), false),
-        ("metadata.annotations.description", Rule_::Min(10, true), false),
-        ("spec.displayName", Rule_::Min(3, false), true),
-        ("spec.description", Rule_::Min(20, true), true),
-        ("spec.icon", Rule_::Icon, true),
-        ("spec.version", Rule_::SemVer, true),
-        ("spec.maintainers", Rule_::People("name", "email"), true),
-        ("spec.provider.name", Rule_::Min(3, false), true),
-        ("spec.links", Rule_::People("name", "url"), true),
-        ("spec.keywords", Rule_::Strings, false),
+        ("metadata.annotations.capabilities", FieldRule::Capabilities, false),
+        ("metadata.annotations.categories", FieldRule::Categories, false),
+        ("metadata.annotations.containerImage", FieldRule::Re(&CONTAINER_IMAGE), false),
+        ("metadata.annotations.createdAt", FieldRule::Timestamp, false),
+        ("metadata.annotations.repository", FieldRule::Re(&HTTP_URL), false),
+        ("metadata.annotations.support", FieldRule::Min(3, true), false),
+        ("metadata.annotations.description", FieldRule::Min(10, true), false),
+        ("spec.displayName", FieldRule::Min(3, false), true),
+        ("spec.description", FieldRule::Min(20, true), true),
+        ("spec.icon", FieldRule::Icon, true),
+        ("spec.version", FieldRule::SemVer, true),
+        ("spec.maintainers", FieldRule::People("name", "email"), true),
+        ("spec.provider.name", FieldRule::Min(3, false), true),
+        ("spec.links", FieldRule::People("name", "url"), true),
+        ("spec.keywords", FieldRule::Strings, false),
     ]
 }
 
@@ -520,9 +520,9 @@ fn py_strip(s: &str) -> &str {
     s.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c))
 }
 
-fn field_ok(rule: &Rule_, value: &Value) -> bool {
+fn field_ok(rule: &FieldRule, value: &Value) -> bool {
     match rule {
-        Rule_::Min(n, dotall) => {
+        FieldRule::Min(n, dotall) => {
             let s = str_of(value);
             let run = if *dotall {
                 s.chars().count()
@@ -531,20 +531,20 @@ fn field_ok(rule: &Rule_, value: &Value) -> bool {
             };
             run >= *n
         }
-        Rule_::Re(re) => re.is_match(&str_of(value)),
-        Rule_::Capabilities => value.as_str().is_some_and(|s| CAPABILITIES.contains(&s)),
-        Rule_::Categories => str_of(value)
+        FieldRule::Re(re) => re.is_match(&str_of(value)),
+        FieldRule::Capabilities => value.as_str().is_some_and(|s| CAPABILITIES.contains(&s)),
+        FieldRule::Categories => str_of(value)
             .split(',')
             .all(|c| CATEGORIES.contains(&py_strip(c))),
-        Rule_::Timestamp => py::is_timestamp(&str_of(value)),
-        Rule_::SemVer => value
+        FieldRule::Timestamp => py::is_timestamp(&str_of(value)),
+        FieldRule::SemVer => value
             .as_str()
             .is_some_and(|s| py::parse_semver(s, false).is_some()),
-        Rule_::Icon => icon_ok(value),
-        Rule_::People(a, b) => {
+        FieldRule::Icon => icon_ok(value),
+        FieldRule::People(a, b) => {
             list_of_dicts(value, &[a, b]) && value.as_array().is_some_and(|l| !l.is_empty())
         }
-        Rule_::Strings => value
+        FieldRule::Strings => value
             .as_array()
             .is_some_and(|l| !l.is_empty() && l.iter().all(Value::is_string)),
     }
@@ -713,7 +713,7 @@ pub fn bundle_checks(op: &OperatorDir, i: usize, opts: &Options) -> Outcome {
         let csv_version = b
             .spec()
             .and_then(|s| s.get("version"))
-            .filter(|v| truthy(Some(v)))
+            .filter(|v| truthy(Some(*v)))
             .map(str_of)
             .unwrap_or_default();
         if csv_version != b.version {
@@ -1134,7 +1134,7 @@ fn replaces_availability(cx: &mut Ctx<'_>, i: usize, object: &str) {
     let Some(replaces) = b
         .spec()
         .and_then(|s| s.get("replaces"))
-        .filter(|v| truthy(Some(v)))
+        .filter(|v| truthy(Some(*v)))
         .map(str_of)
     else {
         return;
@@ -1241,7 +1241,7 @@ fn replaces_availability(cx: &mut Ctx<'_>, i: usize, object: &str) {
 /// Sorted as text, as the pipeline sorts them.
 pub fn supported(indices: &[String], range: Option<&Value>) -> BTreeSet<String> {
     let all = || indices.iter().cloned().collect();
-    let Some(range) = range.filter(|v| truthy(Some(v))) else {
+    let Some(range) = range.filter(|v| truthy(Some(*v))) else {
         return all();
     };
     let text = str_of(range);

@@ -355,7 +355,7 @@ impl OperatorDir {
                 .and_then(|c| c.get("metadata"))
                 .and_then(|m| m.get("annotations"))
                 .and_then(|a| a.get("olm.skipRange"))
-                .filter(|v| truthy(Some(v)));
+                .filter(|v| truthy(Some(*v)));
             let Some(range) = range else { continue };
             let Some(range) = NpmRange::parse(&super::py::str_of(range)) else {
                 continue;
