@@ -579,7 +579,10 @@ mod tests {
                 Suite::DeprecatedApis
             ])
         );
-        assert_eq!(Suite::select("name=operatorhub"), Some(vec![Suite::Operatorhub]));
+        assert_eq!(
+            Suite::select("name=operatorhub"),
+            Some(vec![Suite::Operatorhub])
+        );
         assert_eq!(Suite::select("community"), Some(vec![Suite::Community]));
         assert_eq!(Suite::select("suite=nope"), None);
     }

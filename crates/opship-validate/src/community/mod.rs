@@ -389,7 +389,9 @@ pub fn operator_checks(op: &OperatorDir, opts: &Options) -> Outcome {
         let config = match &op.config {
             Ok(v) => v.clone(),
             Err(e) => {
-                cx.out.findings.push(at_file(fail(&COM014, object, e.clone()), ci_file));
+                cx.out
+                    .findings
+                    .push(at_file(fail(&COM014, object, e.clone()), ci_file));
                 Value::Object(Map::new())
             }
         };
@@ -497,13 +499,41 @@ const CATEGORIES: [&str; 16] = [
 
 fn required_fields() -> [(&'static str, FieldRule, bool); 15] {
     [
-        ("metadata.annotations.capabilities", FieldRule::Capabilities, false),
-        ("metadata.annotations.categories", FieldRule::Categories, false),
-        ("metadata.annotations.containerImage", FieldRule::Re(&CONTAINER_IMAGE), false),
-        ("metadata.annotations.createdAt", FieldRule::Timestamp, false),
-        ("metadata.annotations.repository", FieldRule::Re(&HTTP_URL), false),
-        ("metadata.annotations.support", FieldRule::Min(3, true), false),
-        ("metadata.annotations.description", FieldRule::Min(10, true), false),
+        (
+            "metadata.annotations.capabilities",
+            FieldRule::Capabilities,
+            false,
+        ),
+        (
+            "metadata.annotations.categories",
+            FieldRule::Categories,
+            false,
+        ),
+        (
+            "metadata.annotations.containerImage",
+            FieldRule::Re(&CONTAINER_IMAGE),
+            false,
+        ),
+        (
+            "metadata.annotations.createdAt",
+            FieldRule::Timestamp,
+            false,
+        ),
+        (
+            "metadata.annotations.repository",
+            FieldRule::Re(&HTTP_URL),
+            false,
+        ),
+        (
+            "metadata.annotations.support",
+            FieldRule::Min(3, true),
+            false,
+        ),
+        (
+            "metadata.annotations.description",
+            FieldRule::Min(10, true),
+            false,
+        ),
         ("spec.displayName", FieldRule::Min(3, false), true),
         ("spec.description", FieldRule::Min(20, true), true),
         ("spec.icon", FieldRule::Icon, true),
@@ -553,8 +583,11 @@ fn field_ok(rule: &FieldRule, value: &Value) -> bool {
 fn list_of_dicts(value: &Value, string_fields: &[&str]) -> bool {
     value.as_array().is_some_and(|items| {
         items.iter().all(|i| {
-            i.as_object()
-                .is_some_and(|m| string_fields.iter().all(|f| m.get(*f).is_some_and(Value::is_string)))
+            i.as_object().is_some_and(|m| {
+                string_fields
+                    .iter()
+                    .all(|f| m.get(*f).is_some_and(Value::is_string))
+            })
         })
     })
 }
@@ -672,7 +705,9 @@ pub fn bundle_checks(op: &OperatorDir, i: usize, opts: &Options) -> Outcome {
     if let Some(rc) = &release_config {
         if cx.runs(&COM009, false) {
             for m in release_config_checks(op, rc) {
-                cx.out.findings.push(fail(&COM009, object, m).at(Origin::file(&rc_file)));
+                cx.out
+                    .findings
+                    .push(fail(&COM009, object, m).at(Origin::file(&rc_file)));
             }
         }
         if cx.runs(&COM010, false) {
@@ -855,7 +890,11 @@ fn api_version_constraints(b: &PBundle) -> Vec<Finding> {
     let versions: Result<Vec<(u64, u64, u64)>, String> = (|| {
         if let Some((a, z)) = selector.split_once('-') {
             let (a, z) = (parse_ocp(a)?, parse_ocp(z)?);
-            Ok(known.iter().copied().filter(|v| a <= *v && *v <= z).collect())
+            Ok(known
+                .iter()
+                .copied()
+                .filter(|v| a <= *v && *v <= z)
+                .collect())
         } else if selector.contains(',') {
             let listed: BTreeSet<_> = selector
                 .split(',')
@@ -960,7 +999,14 @@ fn operator_name(cx: &mut Ctx<'_>, i: usize, object: &str) {
     if has_others {
         let all_meta = collect(None, &PBundle::metadata_operator_name);
         let other_meta = collect(Some(i), &PBundle::metadata_operator_name);
-        consistency(cx, object, &meta, &all_meta, &other_meta, "from annotations.yaml");
+        consistency(
+            cx,
+            object,
+            &meta,
+            &all_meta,
+            &other_meta,
+            "from annotations.yaml",
+        );
         let all_csv = collect(None, &PBundle::csv_operator_name);
         let other_csv = collect(Some(i), &PBundle::csv_operator_name);
         consistency(cx, object, &csv_name, &all_csv, &other_csv, "from the CSV");
@@ -1098,11 +1144,7 @@ fn network_policies(manifests: &Path) -> Vec<(PathBuf, String)> {
         .flatten()
         .map(|e| e.path())
         .filter(|p| {
-            p.is_file()
-                && matches!(
-                    p.extension().and_then(|e| e.to_str()),
-                    Some("yaml" | "yml")
-                )
+            p.is_file() && matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"))
         })
         .collect();
     files.sort();
@@ -1191,7 +1233,9 @@ fn replaces_availability(cx: &mut Ctx<'_>, i: usize, object: &str) {
     };
     let replaced = &op.bundles[j];
     let mine = b.annotation("com.redhat.openshift.versions").cloned();
-    let theirs = replaced.annotation("com.redhat.openshift.versions").cloned();
+    let theirs = replaced
+        .annotation("com.redhat.openshift.versions")
+        .cloned();
     if mine == theirs {
         return;
     }
@@ -1328,7 +1372,10 @@ fn skipped_all(reason: &str) -> Outcome {
 /// `opship validate operator OPDIR`: the operator-level checks once (the first report, named
 /// after the operator), then every bundle with the selected suites and the community
 /// bundle-level checks, in directory order.
-pub fn validate_operator(dir: &Path, opts: &Options) -> crate::Result<Vec<crate::Result<BundleReport>>> {
+pub fn validate_operator(
+    dir: &Path,
+    opts: &Options,
+) -> crate::Result<Vec<crate::Result<BundleReport>>> {
     let op = OperatorDir::load(dir).map_err(|e| crate::Error::io(dir, e))?;
     if op.bundles.is_empty() && op.config_path.is_none() {
         return Err(crate::Error::NotABundle {

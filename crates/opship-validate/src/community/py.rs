@@ -213,8 +213,9 @@ impl PartialOrd for SemVer {
 impl Ord for SemVer {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         use std::cmp::Ordering;
-        self.core.cmp(&other.core).then_with(|| {
-            match (self.pre.is_empty(), other.pre.is_empty()) {
+        self.core
+            .cmp(&other.core)
+            .then_with(|| match (self.pre.is_empty(), other.pre.is_empty()) {
                 (true, true) => Ordering::Equal,
                 (true, false) => Ordering::Greater,
                 (false, true) => Ordering::Less,
@@ -232,8 +233,7 @@ impl Ord for SemVer {
                     }
                     self.pre.len().cmp(&other.pre.len())
                 }
-            }
-        })
+            })
     }
 }
 
@@ -317,7 +317,13 @@ fn partial(text: &str) -> Option<(SemVer, usize)> {
     }
     let n = parts.len();
     parts.resize(3, 0);
-    let full = format!("{}.{}.{}{}", parts[0], parts[1], parts[2], if n == 3 { tail } else { "" });
+    let full = format!(
+        "{}.{}.{}{}",
+        parts[0],
+        parts[1],
+        parts[2],
+        if n == 3 { tail } else { "" }
+    );
     Some((SemVer::parse(&full)?, n))
 }
 
@@ -329,7 +335,13 @@ fn upper(v: &SemVer, parts: usize, inclusive_full: bool) -> (Op, SemVer) {
         pre: vec![PreId::Num(0)],
     };
     match parts {
-        0 => (Op::Ge, SemVer { core: (0, 0, 0), pre: Vec::new() }),
+        0 => (
+            Op::Ge,
+            SemVer {
+                core: (0, 0, 0),
+                pre: Vec::new(),
+            },
+        ),
         1 => (Op::Lt, next(ma + 1, 0, 0)),
         2 => (Op::Lt, next(ma, mi + 1, 0)),
         _ if inclusive_full => (Op::Le, v.clone()),
@@ -349,7 +361,18 @@ fn comparator(word: &str) -> Option<Vec<(Op, SemVer)>> {
     } else if let Some(r) = word.strip_prefix('~') {
         let (v, n) = partial(r)?;
         let (ma, mi, _) = v.core();
-        let hi = if n <= 1 { upper(&v, 1, false) } else { upper(&SemVer { core: (ma, mi, 0), pre: vec![] }, 2, false) };
+        let hi = if n <= 1 {
+            upper(&v, 1, false)
+        } else {
+            upper(
+                &SemVer {
+                    core: (ma, mi, 0),
+                    pre: vec![],
+                },
+                2,
+                false,
+            )
+        };
         return Some(vec![(Op::Ge, v), hi]);
     } else if let Some(r) = word.strip_prefix('^') {
         let (v, n) = partial(r)?;
@@ -428,7 +451,20 @@ fn valid_date(year: u32, month: u32, day: u32) -> Option<()> {
         return None;
     }
     let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-    let days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
     (day <= days[month as usize - 1]).then_some(())
 }
 
@@ -534,7 +570,10 @@ fn isotime(s: &[u8]) -> Option<(u32, u32, u32)> {
             pos = end;
         } else if comp == 3 {
             if matches!(s.get(pos), Some(b'.' | b',')) {
-                let n = s[pos + 1..].iter().take_while(|b| b.is_ascii_digit()).count();
+                let n = s[pos + 1..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_digit())
+                    .count();
                 if n > 0 {
                     pos += 1 + n;
                 }
@@ -582,7 +621,10 @@ mod tests {
         assert_eq!(repr_str("it's"), "\"it's\"");
         assert_eq!(repr_list(&["a", "b"]), "['a', 'b']");
         assert_eq!(str_of(&serde_json::json!(1.0)), "1.0");
-        assert_eq!(str_of(&serde_json::json!([true, null, {"a": 1}])), "[True, None, {'a': 1}]");
+        assert_eq!(
+            str_of(&serde_json::json!([true, null, {"a": 1}])),
+            "[True, None, {'a': 1}]"
+        );
     }
 
     #[test]
@@ -619,7 +661,14 @@ mod tests {
         ] {
             assert!(is_timestamp(ok), "{ok}");
         }
-        for bad in ["yesterday", "2021-13-01", "2021-02-30", "2021-01-01T25:00", "0.1.0", ""] {
+        for bad in [
+            "yesterday",
+            "2021-13-01",
+            "2021-02-30",
+            "2021-01-01T25:00",
+            "0.1.0",
+            "",
+        ] {
             assert!(!is_timestamp(bad), "{bad}");
         }
     }

@@ -24,7 +24,10 @@ pub fn load_yaml(path: &Path) -> Loaded {
     match docs.len() {
         0 => Ok(Value::Null),
         1 => Ok(docs.remove(0).value),
-        _ => Err(format!("{} contains multiple yaml documents", path.display())),
+        _ => Err(format!(
+            "{} contains multiple yaml documents",
+            path.display()
+        )),
     }
 }
 
@@ -326,10 +329,7 @@ impl OperatorDir {
             .cloned()
             .unwrap_or_else(|| Value::String("replaces-mode".to_owned()));
         match strategy.as_str() {
-            Some("semver-mode") => Ok(bundles
-                .windows(2)
-                .map(|w| (w[0], [w[1]].into()))
-                .collect()),
+            Some("semver-mode") => Ok(bundles.windows(2).map(|w| (w[0], [w[1]].into())).collect()),
             Some("replaces-mode") => self.replaces_graph(channel, &bundles),
             _ => Err(format!(
                 "{}: unsupported updateGraph value: {}",
@@ -361,8 +361,9 @@ impl OperatorDir {
                 continue;
             };
             for (version, &other) in &by_version {
-                let v = SemVer::parse(version)
-                    .ok_or_else(|| format!("Invalid version string: {}", super::py::repr_str(version)))?;
+                let v = SemVer::parse(version).ok_or_else(|| {
+                    format!("Invalid version string: {}", super::py::repr_str(version))
+                })?;
                 if range.contains(&v)
                     && b.channels().contains(channel)
                     && self.bundles[other].channels().contains(channel)
@@ -445,7 +446,10 @@ pub fn find_cycle(graph: &Graph) -> Option<(usize, usize)> {
 }
 
 fn next_of(graph: &Graph, node: usize) -> Vec<usize> {
-    let mut v: Vec<usize> = graph.get(&node).map(|s| s.iter().copied().collect()).unwrap_or_default();
+    let mut v: Vec<usize> = graph
+        .get(&node)
+        .map(|s| s.iter().copied().collect())
+        .unwrap_or_default();
     v.reverse();
     v
 }

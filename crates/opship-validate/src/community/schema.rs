@@ -131,7 +131,12 @@ fn validate(schema: &Value, v: &Value, out: &mut Vec<String>) {
             }
             "required" => {
                 if let Some(m) = v.as_object() {
-                    for r in arg.as_array().into_iter().flatten().filter_map(Value::as_str) {
+                    for r in arg
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                    {
                         if !m.contains_key(r) {
                             out.push(format!("{} is a required property", repr_str(r)));
                         }
@@ -206,24 +211,34 @@ mod tests {
 
     #[test]
     fn messages_as_python_jsonschema_words_them() {
-        assert_eq!(ci_errors(&json!({"updateGraph": "x"})), [
-            "'x' is not one of ['replaces-mode', 'semver-mode']"
-        ]);
-        assert_eq!(ci_errors(&json!({"reviewers": []})), ["[] should be non-empty"]);
-        assert_eq!(ci_errors(&json!({"fbc": {"enabled": "yes", "foo": 1}})), [
-            "'yes' is not of type 'boolean'",
-            "Additional properties are not allowed ('foo' was unexpected)"
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect::<Vec<_>>());
-        assert_eq!(release_config_errors(&json!({})), [
-            "'catalog_templates' is a required property"
-        ]);
         assert_eq!(
-            release_config_errors(&json!({"catalog_templates": [{"template_name": "a", "channels": ["x", "x"]}]})),
+            ci_errors(&json!({"updateGraph": "x"})),
+            ["'x' is not one of ['replaces-mode', 'semver-mode']"]
+        );
+        assert_eq!(
+            ci_errors(&json!({"reviewers": []})),
+            ["[] should be non-empty"]
+        );
+        assert_eq!(
+            ci_errors(&json!({"fbc": {"enabled": "yes", "foo": 1}})),
+            [
+                "'yes' is not of type 'boolean'",
+                "Additional properties are not allowed ('foo' was unexpected)"
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+        );
+        assert_eq!(
+            release_config_errors(&json!({})),
+            ["'catalog_templates' is a required property"]
+        );
+        assert_eq!(
+            release_config_errors(
+                &json!({"catalog_templates": [{"template_name": "a", "channels": ["x", "x"]}]})
+            ),
             ["['x', 'x'] has non-unique elements"]
         );
         assert!(ci_errors(&json!({"updateGraph": "semver-mode", "reviewers": ["a"]})).is_empty());

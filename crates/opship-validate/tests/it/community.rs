@@ -77,7 +77,11 @@ fn every_bundle_agrees_with_the_pipeline() {
         lines += 1;
         let exp: Value = serde_json::from_str(line).expect("a JSON line");
         let dir = exp["dir"].as_str().expect("dir");
-        let operator = dir.split('/').nth(1).expect("operators/<op>/<ver>").to_owned();
+        let operator = dir
+            .split('/')
+            .nth(1)
+            .expect("operators/<op>/<ver>")
+            .to_owned();
         let mut want = Multiset::new();
         for r in exp["results"].as_array().expect("results") {
             let key = (
@@ -263,7 +267,8 @@ impl Repo {
             csv.push_str("  displayName: F\n  keywords: []\n  maintainers: []\n");
         }
         fs::write(
-            dir.join("manifests").join(format!("{op}.clusterserviceversion.yaml")),
+            dir.join("manifests")
+                .join(format!("{op}.clusterserviceversion.yaml")),
             csv,
         )
         .unwrap();
@@ -347,27 +352,61 @@ fn required_fields() {
         .map(|(_, l, m)| (*l, m.clone()))
         .collect();
     let want: BTreeSet<(Level, String)> = [
-        (Level::Warning, "CSV contains an invalid value for metadata.annotations.capabilities"),
-        (Level::Warning, "CSV does not define metadata.annotations.categories"),
-        (Level::Warning, "CSV does not define metadata.annotations.containerImage"),
-        (Level::Warning, "CSV contains an invalid value for metadata.annotations.createdAt"),
-        (Level::Warning, "CSV does not define metadata.annotations.repository"),
-        (Level::Warning, "CSV does not define metadata.annotations.support"),
-        (Level::Warning, "CSV does not define metadata.annotations.description"),
-        (Level::Error, "CSV contains an invalid value for spec.displayName"),
+        (
+            Level::Warning,
+            "CSV contains an invalid value for metadata.annotations.capabilities",
+        ),
+        (
+            Level::Warning,
+            "CSV does not define metadata.annotations.categories",
+        ),
+        (
+            Level::Warning,
+            "CSV does not define metadata.annotations.containerImage",
+        ),
+        (
+            Level::Warning,
+            "CSV contains an invalid value for metadata.annotations.createdAt",
+        ),
+        (
+            Level::Warning,
+            "CSV does not define metadata.annotations.repository",
+        ),
+        (
+            Level::Warning,
+            "CSV does not define metadata.annotations.support",
+        ),
+        (
+            Level::Warning,
+            "CSV does not define metadata.annotations.description",
+        ),
+        (
+            Level::Error,
+            "CSV contains an invalid value for spec.displayName",
+        ),
         (Level::Error, "CSV does not define spec.description"),
         (Level::Error, "CSV does not define spec.icon"),
-        (Level::Error, "CSV contains an invalid value for spec.maintainers"),
+        (
+            Level::Error,
+            "CSV contains an invalid value for spec.maintainers",
+        ),
         (Level::Error, "CSV does not define spec.provider.name"),
         (Level::Error, "CSV does not define spec.links"),
-        (Level::Warning, "CSV contains an invalid value for spec.keywords"),
+        (
+            Level::Warning,
+            "CSV contains an invalid value for spec.keywords",
+        ),
     ]
     .into_iter()
     .map(|(l, m)| (l, m.to_owned()))
     .collect();
     assert_eq!(got, want);
     // A first bundle: the FBC warning is the one for new operators.
-    assert!(of(&f, "check_using_fbc")[0].2.contains("start directly with FBC"));
+    assert!(
+        of(&f, "check_using_fbc")[0]
+            .2
+            .contains("start directly with FBC")
+    );
 }
 
 #[test]
@@ -444,7 +483,12 @@ fn dangling_bundles_and_graph_loops() {
     let (f, _) = run(&b, &community_opts());
     let loops = of(&f, "check_upgrade_graph_loop");
     assert_eq!(loops.len(), 1);
-    assert!(loops[0].2.starts_with("Upgrade graph loop detected: Bundle(foo/1."), "{loops:?}");
+    assert!(
+        loops[0]
+            .2
+            .starts_with("Upgrade graph loop detected: Bundle(foo/1."),
+        "{loops:?}"
+    );
     let repo = Repo::new(None);
     repo.ci("foo", CI);
     let b = repo.bundle(
@@ -481,7 +525,10 @@ fn api_version_constraints() {
             "minKubeVersion is set to 1.23.0 but com.redhat.openshift.versions is not set",
             Level::Error,
         )],
-        &[("OCP version(s) 4.10,4.11 conflict with minKubeVersion=1.25.0", Level::Error)],
+        &[(
+            "OCP version(s) 4.10,4.11 conflict with minKubeVersion=1.25.0",
+            Level::Error,
+        )],
         &[],
         &[
             (
@@ -493,7 +540,10 @@ fn api_version_constraints() {
                 Level::Error,
             ),
         ],
-        &[("Invalid minKubeVersion: one is not valid SemVer string", Level::Error)],
+        &[(
+            "Invalid minKubeVersion: one is not valid SemVer string",
+            Level::Error,
+        )],
     ];
     for ((min, ocp), want) in cases.into_iter().zip(want) {
         let repo = Repo::new(None);
@@ -708,7 +758,9 @@ fn fbc_operators_and_release_config() {
     let b = repo.bundle(
         "foo",
         B {
-            release_config: Some("catalog_templates:\n- template_name: basic.yaml\n  channels: [stable]\n"),
+            release_config: Some(
+                "catalog_templates:\n- template_name: basic.yaml\n  channels: [stable]\n",
+            ),
             ..B::default()
         },
     );
