@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 
 use crate::rule::{Finding, Level, Rule};
 use crate::{BundleReport, Options};
-use py::{repr_list, repr_set, repr_str, str_of};
+use py::{repr_list, repr_set, str_of};
 use repo::{OperatorDir, PBundle, truthy};
 
 /// Declares a community rule: like `rule!` with the pipeline's check name.

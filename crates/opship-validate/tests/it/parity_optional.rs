@@ -97,6 +97,7 @@ fn options() -> Options {
         optional: OPTIONAL.into_iter().collect(),
         k8s_version: Some(semver::Version::new(1, 30, 0)),
         categories: None,
+        ocp_indices: None,
     }
 }
 
