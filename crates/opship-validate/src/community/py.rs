@@ -450,7 +450,7 @@ fn valid_date(year: u32, month: u32, day: u32) -> Option<()> {
     if year == 0 || !(1..=12).contains(&month) || day == 0 {
         return None;
     }
-    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let leap = (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400);
     let days = [
         31,
         if leap { 29 } else { 28 },
@@ -529,7 +529,7 @@ fn isodate_uncommon(s: &[u8]) -> Option<(u32, u32, u32, usize)> {
     }
     let ordinal = digits(s, pos, 3)?;
     pos += 3;
-    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let leap = (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400);
     if ordinal < 1 || ordinal > 365 + u32::from(leap) {
         return None;
     }
@@ -568,15 +568,13 @@ fn isotime(s: &[u8]) -> Option<(u32, u32, u32)> {
             }
             comps[comp as usize] = std::str::from_utf8(part).ok()?.parse().ok()?;
             pos = end;
-        } else if comp == 3 {
-            if matches!(s.get(pos), Some(b'.' | b',')) {
-                let n = s[pos + 1..]
-                    .iter()
-                    .take_while(|b| b.is_ascii_digit())
-                    .count();
-                if n > 0 {
-                    pos += 1 + n;
-                }
+        } else if comp == 3 && matches!(s.get(pos), Some(b'.' | b',')) {
+            let n = s[pos + 1..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .count();
+            if n > 0 {
+                pos += 1 + n;
             }
         }
     }

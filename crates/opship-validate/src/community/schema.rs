@@ -124,10 +124,8 @@ fn validate(schema: &Value, v: &Value, out: &mut Vec<String>) {
                     out.push(format!("{} is not of type {}", repr(v), repr_str(t)));
                 }
             }
-            "enum" => {
-                if !arg.as_array().is_some_and(|a| a.contains(v)) {
-                    out.push(format!("{} is not one of {}", repr(v), repr(arg)));
-                }
+            "enum" if !arg.as_array().is_some_and(|a| a.contains(v)) => {
+                out.push(format!("{} is not one of {}", repr(v), repr(arg)));
             }
             "required" => {
                 if let Some(m) = v.as_object() {
