@@ -168,3 +168,55 @@ fn images_in_an_oci_layout_are_validated_like_directories() {
     assert_eq!(code, 2, "{stdout}{stderr}");
     assert!(stdout.contains("no image tagged `nope`"), "{stdout}");
 }
+
+/// `../shared/community` next to the repository, or `/work/shared/community`.
+fn community_dir() -> std::path::PathBuf {
+    if let Ok(p) = std::env::var("OPSHIP_COMMUNITY") {
+        return p.into();
+    }
+    let sibling = repo().join("../shared/community");
+    if sibling.is_dir() {
+        return sibling;
+    }
+    "/work/shared/community".into()
+}
+
+#[test]
+fn validate_operator_reports_operator_checks_once_with_check_names() {
+    let op = community_dir().join("operators/apicurito");
+    let (code, stdout, stderr) = run(&["validate", "operator", op.to_str().unwrap(), "-o", "json"]);
+    assert_eq!(code, 1, "the pipeline fails apicurito: {stdout}{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let reports = doc["bundles"].as_array().unwrap();
+    assert_eq!(reports.len(), 5, "the operator and its four bundles");
+    let unique: Vec<&serde_json::Value> = reports
+        .iter()
+        .flat_map(|r| r["findings"].as_array().unwrap())
+        .filter(|f| f["check"] == "check_operator_name_unique")
+        .collect();
+    assert_eq!(unique.len(), 1, "operator-level findings are reported once");
+    assert_eq!(unique[0]["rule"], "COM005");
+    assert_eq!(
+        unique[0]["message"],
+        "Bundles use multiple operator names: {'apicurito', 'apicuritooperator'}"
+    );
+
+    // One bundle of an FBC operator, in SARIF: the pipeline's check name beside the rule ID.
+    let bundle = community_dir().join("operators/cat-facts-operator/1.1.0");
+    let (code, stdout, stderr) = run(&[
+        "validate",
+        "bundle",
+        bundle.to_str().unwrap(),
+        "--select-optional",
+        "community",
+        "-o",
+        "sarif",
+    ]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("check_bundle_release_config"), "{stdout}");
+    assert!(stdout.contains("COM009"), "{stdout}");
+
+    let (code, _, stderr) = run(&["validate", "operator", "/nonexistent/operator"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("/nonexistent/operator"), "{stderr}");
+}
