@@ -409,14 +409,29 @@ pub fn is_timestamp(text: &str) -> bool {
     yaml11_timestamp(text) || isoparse(text).is_some()
 }
 
+/// YAML 1.1's timestamp form (PyYAML reads such a `createdAt` as a datetime), with a real date
+/// and time: PyYAML cannot construct `2021-13-01` and the pipeline never sees it as a timestamp.
 fn yaml11_timestamp(text: &str) -> bool {
     static RE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(
-            r"^(?:[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?)$",
+            r"^([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})(?:(?:[Tt]|[ \t]+)([0-9]{1,2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?)?$",
         )
         .expect("valid regex")
     });
-    RE.is_match(text)
+    let Some(c) = RE.captures(text) else {
+        return false;
+    };
+    let num = |i: usize| c.get(i).map_or(Some(0), |m| m.as_str().parse::<u32>().ok());
+    let (Some(y), Some(mo), Some(d), Some(h), Some(mi), Some(sec)) =
+        (num(1), num(2), num(3), num(4), num(5), num(6))
+    else {
+        return false;
+    };
+    // The date-only form has exactly two-digit month and day.
+    if c.get(4).is_none() && (c[2].len() != 2 || c[3].len() != 2) {
+        return false;
+    }
+    valid_date(y, mo, d).is_some() && h < 24 && mi < 60 && sec < 60
 }
 
 fn digits(s: &[u8], from: usize, n: usize) -> Option<u32> {
