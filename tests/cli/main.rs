@@ -3,6 +3,7 @@
 
 mod adopt;
 mod bad_input;
+mod bounded;
 mod build;
 mod catalog;
 mod chart;

@@ -30,6 +30,28 @@ pub fn kustomization_file(dir: &Path) -> Option<PathBuf> {
     FILE_NAMES.iter().map(|n| dir.join(n)).find(|p| p.is_file())
 }
 
+/// Refuses a kustomization name in `dir` that is there but is no regular file (a directory, a
+/// FIFO, a device): kustomize cannot use it, and reading `dir` as plain manifests instead
+/// would quietly give a near-empty bundle.
+pub fn check_kustomization_file(dir: &Path) -> Result<()> {
+    for p in FILE_NAMES.iter().map(|n| dir.join(n)) {
+        if let Ok(meta) = std::fs::metadata(&p)
+            && !meta.is_file()
+        {
+            let what = if meta.is_dir() {
+                "a directory"
+            } else {
+                "not a regular file (a FIFO, socket or device)"
+            };
+            return Err(Error::Input(format!(
+                "{}: {what}; a kustomization must be a regular file",
+                p.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// A kustomize found on PATH.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tool {

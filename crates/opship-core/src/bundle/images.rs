@@ -127,6 +127,19 @@ pub(crate) fn related_images(base: &[Value], deployments: &[Object]) -> Result<V
         }
     }
 
+    // Every image goes into relatedImages, where rule BND007 refuses what is not a reference.
+    for f in &found {
+        if let Some(p) = crate::naming::image_reference_problem(&f.image) {
+            return Err(Error::invalid(
+                f.origin.clone(),
+                format!(
+                    "the {} is {:?}, not an image reference: {p} (rule BND007)",
+                    f.what,
+                    crate::naming::excerpt(&f.image)
+                ),
+            ));
+        }
+    }
     // Container names repeat across deployments (kubebuilder calls every operator container
     // `manager`); when one name stands for several images, each is named after its deployment.
     let mut images_of: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();

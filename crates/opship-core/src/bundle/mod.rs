@@ -190,6 +190,16 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
     {
         return Err(Error::Input(format!("--skip-range {p} (rule CSV020)")));
     }
+    // Parsed before it goes anywhere: a value that is not an image reference (`"x\nmalicious:
+    // yes"`) would otherwise be written into the CSV for only `validate` to notice.
+    if let Some((_, reference)) = &opts.operator_image
+        && let Some(p) = crate::naming::image_reference_problem(reference)
+    {
+        return Err(Error::Input(format!(
+            "the operator image {:?} is not an image reference: {p} (rule BND007); nothing written",
+            crate::naming::excerpt(reference)
+        )));
+    }
     // An empty default channel is none: `channel.default.v1: ""` would name no channel.
     let default_channel = opts.default_channel.clone().filter(|d| !d.is_empty());
     let mut warnings = Vec::new();
