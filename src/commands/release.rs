@@ -222,7 +222,7 @@ fn write_text(out: &mut impl Write, summary: &Summary) -> std::io::Result<()> {
         writeln!(out, "  {:<28} {mark}", st.id)?;
         writeln!(out, "      {}", st.description)?;
         if !st.command.is_empty() {
-            writeln!(out, "      $ {}", st.command.join(" "))?;
+            writeln!(out, "      $ {}", st.command_line())?;
         }
         for w in &st.writes {
             writeln!(out, "      writes {w}")?;

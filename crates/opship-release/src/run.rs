@@ -201,7 +201,7 @@ impl Runner<'_> {
                     version: self.plan.version.clone(),
                     id: step.id,
                     description: step.description,
-                    command: step.command.join(" "),
+                    command: step.command_line(),
                     message,
                 });
             }
@@ -813,7 +813,7 @@ impl Runner<'_> {
                     version: self.plan.version.clone(),
                     id: step.id.clone(),
                     description: step.description.clone(),
-                    command: step.command.join(" "),
+                    command: step.command_line(),
                     message: e.to_string(),
                 })?;
             if !report.passed() {
