@@ -197,12 +197,7 @@ pub fn image_reference_problem(s: &str) -> Option<String> {
         return Some("the repository name is longer than 255 characters".into());
     }
     let parts: Vec<&str> = name.split('/').collect();
-    let paths_ok = |ps: &[&str]| {
-        !ps.is_empty()
-            && ps
-                .iter()
-                .all(|p| repository_path_component(p))
-    };
+    let paths_ok = |ps: &[&str]| !ps.is_empty() && ps.iter().all(|p| repository_path_component(p));
     let ok = paths_ok(&parts) || (parts.len() > 1 && domain_ok(parts[0]) && paths_ok(&parts[1..]));
     if !ok {
         return Some(
@@ -274,7 +269,6 @@ fn digest_problem(d: &str) -> Option<String> {
     }
     None
 }
-
 
 /// The API server's words for a name that is not a DNS-1123 subdomain.
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case \
@@ -382,7 +376,6 @@ mod tests {
             assert!(image_reference_problem(bad).is_some(), "{bad}");
         }
     }
-
 
     #[test]
     fn csv_names() {

@@ -614,10 +614,7 @@ impl Builder<'_> {
                     }
                 };
                 self.positions.close(frame.idx);
-                let size = (
-                    self.nodes - frame.first_node,
-                    self.bytes - frame.first_byte,
-                );
+                let size = (self.nodes - frame.first_node, self.bytes - frame.first_byte);
                 self.record_anchor(frame.anchor, &value, size, frame.at)?;
                 if let Some(r) = self.attach(value, frame.at)? {
                     self.root = Some(r);
@@ -627,10 +624,9 @@ impl Builder<'_> {
                 self.aliases += 1;
                 if self.aliases > self.budget.max_aliases {
                     self.over_budget = true;
-                    return Err(self.error(
-                        at,
-                        format!("more than {} aliases", self.budget.max_aliases),
-                    ));
+                    return Err(
+                        self.error(at, format!("more than {} aliases", self.budget.max_aliases))
+                    );
                 }
                 let Some(a) = self.anchors.get(&id) else {
                     return Err(self.error(at, "alias to an unknown anchor"));
@@ -640,7 +636,10 @@ impl Builder<'_> {
                 self.count(n, at)?;
                 self.charge_copy(n, bytes, at)?;
                 self.bytes += bytes;
-                let value = self.anchors.get(&id).map_or(Value::Null, |a| a.value.clone());
+                let value = self
+                    .anchors
+                    .get(&id)
+                    .map_or(Value::Null, |a| a.value.clone());
                 match self.slot() {
                     Some(key) => {
                         let key = key.map(str::to_owned);

@@ -435,8 +435,21 @@ pub fn quantity_problem(q: &str) -> Option<String> {
     let suffix = &q[i..];
     let suffix_ok = matches!(
         suffix,
-        "" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" | "n" | "u" | "m" | "k" | "M" | "G" | "T"
-            | "P" | "E"
+        "" | "Ki"
+            | "Mi"
+            | "Gi"
+            | "Ti"
+            | "Pi"
+            | "Ei"
+            | "n"
+            | "u"
+            | "m"
+            | "k"
+            | "M"
+            | "G"
+            | "T"
+            | "P"
+            | "E"
     ) || suffix
         .strip_prefix(['e', 'E'])
         .map(|e| e.strip_prefix(['+', '-']).unwrap_or(e))
@@ -457,11 +470,13 @@ pub fn env_name_problem(name: &str) -> Option<String> {
     if name.is_empty() {
         return Some("must not be empty".into());
     }
-    name.bytes().any(|c| !(32..=126).contains(&c) || c == b'=').then(|| {
-        "a valid environment variable name must consist only of printable ASCII characters \
+    name.bytes()
+        .any(|c| !(32..=126).contains(&c) || c == b'=')
+        .then(|| {
+            "a valid environment variable name must consist only of printable ASCII characters \
          other than '='"
-            .into()
-    })
+                .into()
+        })
 }
 
 /// Whether `name` is a resource a container may ask for: `cpu`, `memory`,
@@ -499,9 +514,8 @@ fn check_values(doc: &Document, ptr: &str, key: &str, value: &Value) -> Result<(
                     return Err(bad(doc, &at(&[k]), format!("`{key}` key {k:?}: {p}")));
                 }
                 if key == "nodeSelector"
-                    && let Some(p) = opship_core::naming::label_value_problem(
-                        v.as_str().unwrap_or_default(),
-                    )
+                    && let Some(p) =
+                        opship_core::naming::label_value_problem(v.as_str().unwrap_or_default())
                 {
                     return Err(bad(doc, &at(&[k]), format!("`{key}.{k}`: {p}")));
                 }
@@ -509,7 +523,12 @@ fn check_values(doc: &Document, ptr: &str, key: &str, value: &Value) -> Result<(
         }
         "resources" => {
             for part in ["limits", "requests"] {
-                for (name, q) in value.get(part).and_then(Value::as_object).into_iter().flatten() {
+                for (name, q) in value
+                    .get(part)
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                {
                     let p = at(&[part, name]);
                     if let Some(e) = resource_name_problem(name) {
                         return Err(bad(doc, &p, format!("`resources.{part}` {name:?}: {e}")));
@@ -522,11 +541,7 @@ fn check_values(doc: &Document, ptr: &str, key: &str, value: &Value) -> Result<(
                         _ => None,
                     };
                     if let Some(e) = problem {
-                        return Err(bad(
-                            doc,
-                            &p,
-                            format!("`resources.{part}.{name}` {q}: {e}"),
-                        ));
+                        return Err(bad(doc, &p, format!("`resources.{part}.{name}` {q}: {e}")));
                     }
                 }
             }
@@ -541,14 +556,16 @@ fn check_values(doc: &Document, ptr: &str, key: &str, value: &Value) -> Result<(
                     return Err(bad(
                         doc,
                         &at(&[&i, "operator"]),
-                        format!("`{w}.operator` {op:?}: supported values: "Equal", "Exists""),
+                        format!("`{w}.operator` {op:?}: supported values: \"Equal\", \"Exists\""),
                     ));
                 }
                 if k.is_empty() && op != "Exists" {
                     return Err(bad(
                         doc,
                         &at(&[&i]),
-                        format!("`{w}.operator` must be Exists when `key` is empty, which means "match all values and all keys""),
+                        format!(
+                            "`{w}.operator` must be Exists when `key` is empty, which means \"match all values and all keys\""
+                        ),
                     ));
                 }
                 if let Some(p) = (!k.is_empty())
@@ -571,7 +588,9 @@ fn check_values(doc: &Document, ptr: &str, key: &str, value: &Value) -> Result<(
                     return Err(bad(
                         doc,
                         &at(&[&i, "effect"]),
-                        format!("`{w}.effect` {effect:?}: supported values: "NoExecute", "NoSchedule", "PreferNoSchedule""),
+                        format!(
+                            "`{w}.effect` {effect:?}: supported values: \"NoExecute\", \"NoSchedule\", \"PreferNoSchedule\""
+                        ),
                     ));
                 }
                 if t.get("tolerationSeconds").is_some_and(|s| !s.is_null()) && effect != "NoExecute"
@@ -602,7 +621,9 @@ fn check_values(doc: &Document, ptr: &str, key: &str, value: &Value) -> Result<(
                     return Err(bad(
                         doc,
                         &at(&[&i, "valueFrom"]),
-                        format!("`env[{i}].valueFrom` may not be specified when `value` is not empty"),
+                        format!(
+                            "`env[{i}].valueFrom` may not be specified when `value` is not empty"
+                        ),
                     ));
                 }
                 let sources = from.values().filter(|v| !v.is_null()).count();
@@ -610,7 +631,9 @@ fn check_values(doc: &Document, ptr: &str, key: &str, value: &Value) -> Result<(
                     return Err(bad(
                         doc,
                         &at(&[&i, "valueFrom"]),
-                        format!("`env[{i}].valueFrom` must specify exactly one source (`fieldRef`, `resourceFieldRef`, `configMapKeyRef`, `secretKeyRef` or `fileKeyRef`), it has {sources}"),
+                        format!(
+                            "`env[{i}].valueFrom` must specify exactly one source (`fieldRef`, `resourceFieldRef`, `configMapKeyRef`, `secretKeyRef` or `fileKeyRef`), it has {sources}"
+                        ),
                     ));
                 }
             }
@@ -651,7 +674,9 @@ fn check_values(doc: &Document, ptr: &str, key: &str, value: &Value) -> Result<(
                     return Err(bad(
                         doc,
                         &at(&[&i, "name"]),
-                        format!("`volumes[{i}].name` {name:?} is not a DNS-1123 label (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)"),
+                        format!(
+                            "`volumes[{i}].name` {name:?} is not a DNS-1123 label (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)"
+                        ),
                     ));
                 }
                 if !names.insert(name) {
@@ -829,25 +854,73 @@ mod tests {
     #[test]
     fn values_are_checked_as_the_api_server_would() {
         for (config, line, says) in [
-            ("  resources:\n    limits:\n      cpu: abc\n", 5, "quantities must match"),
-            ("  resources:\n    requests:\n      memory: -1Gi\n", 5, "greater than or equal to 0"),
-            ("  resources:\n    requests:\n      gpu: 1\n", 5, "standard resource"),
+            (
+                "  resources:\n    limits:\n      cpu: abc\n",
+                5,
+                "quantities must match",
+            ),
+            (
+                "  resources:\n    requests:\n      memory: -1Gi\n",
+                5,
+                "greater than or equal to 0",
+            ),
+            (
+                "  resources:\n    requests:\n      gpu: 1\n",
+                5,
+                "standard resource",
+            ),
             ("  env:\n  - name: A=B\n    value: x\n", 4, "other than '='"),
-            ("  env:\n  - name: \"A\\nB\"\n    value: x\n", 4, "printable ASCII"),
-            ("  env:\n  - name: ''\n    value: x\n", 4, "must not be empty"),
+            (
+                "  env:\n  - name: \"A\\nB\"\n    value: x\n",
+                4,
+                "printable ASCII",
+            ),
+            (
+                "  env:\n  - name: ''\n    value: x\n",
+                4,
+                "must not be empty",
+            ),
             (
                 "  env:\n  - name: A\n    value: x\n    valueFrom:\n      fieldRef: {fieldPath: metadata.name}\n",
                 7,
                 "may not be specified when `value` is not empty",
             ),
-            ("  tolerations:\n  - key: k\n    operator: Bogus\n", 5, "\"Equal\", \"Exists\""),
-            ("  tolerations:\n  - operator: Equal\n    value: v\n", 4, "must be Exists when `key` is empty"),
-            ("  tolerations:\n  - key: k\n    effect: NoSchedule\n    tolerationSeconds: 5\n", 5, "NoExecute"),
-            ("  nodeSelector:\n    \"bad key!\": x\n", 4, "name part must consist"),
+            (
+                "  tolerations:\n  - key: k\n    operator: Bogus\n",
+                5,
+                "\"Equal\", \"Exists\"",
+            ),
+            (
+                "  tolerations:\n  - operator: Equal\n    value: v\n",
+                4,
+                "must be Exists when `key` is empty",
+            ),
+            (
+                "  tolerations:\n  - key: k\n    effect: NoSchedule\n    tolerationSeconds: 5\n",
+                5,
+                "NoExecute",
+            ),
+            (
+                "  nodeSelector:\n    \"bad key!\": x\n",
+                4,
+                "name part must consist",
+            ),
             ("  annotations:\n    a/b/c: x\n", 4, "at most one '/'"),
-            ("  volumes:\n  - name: ../X\n    emptyDir: {}\n", 4, "DNS-1123 label"),
-            ("  volumeMounts:\n  - name: v\n    mountPath: ''\n", 5, "mountPath` is empty"),
-            ("  volumeMounts:\n  - name: v\n    mountPath: /a\n    subPath: ../x\n", 6, "must not contain '..'"),
+            (
+                "  volumes:\n  - name: ../X\n    emptyDir: {}\n",
+                4,
+                "DNS-1123 label",
+            ),
+            (
+                "  volumeMounts:\n  - name: v\n    mountPath: ''\n",
+                5,
+                "mountPath` is empty",
+            ),
+            (
+                "  volumeMounts:\n  - name: v\n    mountPath: /a\n    subPath: ../x\n",
+                6,
+                "must not contain '..'",
+            ),
         ] {
             let err = refused(config);
             assert!(
@@ -862,7 +935,9 @@ mod tests {
         let text = "deploymentConfig:\n  resources:\n    limits: {cpu: 500m, memory: 1.5Gi, nvidia.com/gpu: 1, ephemeral-storage: 1e3}\n    requests: {cpu: '0.25', memory: 128974848}\n  env:\n  - {name: LOG_LEVEL, value: debug}\n  - name: POD\n    value: ''\n    valueFrom: {fieldRef: {fieldPath: metadata.name}}\n  - {name: my.var-1}\n  tolerations:\n  - {operator: Exists}\n  - {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 300}\n  - {key: k, value: v, effect: NoSchedule}\n  nodeSelector: {kubernetes.io/os: linux}\n  annotations: {example.com/Note: x}\n  volumes:\n  - {name: certs, emptyDir: {}}\n  volumeMounts:\n  - {name: certs, mountPath: /certs, subPath: a/b}\n";
         let c = InlineConfig::parse(text, Path::new("c.yaml")).unwrap();
         assert!(c.deployment_config.is_some_and(|d| !d.is_empty()));
-        for q in ["1", "+1", "0.5", ".5", "5.", "1e-3", "1E+9", "100Mi", "2Ei", "10n", "-0"] {
+        for q in [
+            "1", "+1", "0.5", ".5", "5.", "1e-3", "1E+9", "100Mi", "2Ei", "10n", "-0",
+        ] {
             assert_eq!(quantity_problem(q), None, "{q}");
         }
         for q in ["", "abc", "1.2.3", "1Z", "1KB", "e3", "1e", "-1"] {

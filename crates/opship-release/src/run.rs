@@ -197,11 +197,12 @@ impl Runner<'_> {
         if step.state.pending() && !self.plan.dry_run {
             (self.on_event)(&Event::Started(&step));
             if let Err(message) = action(self) {
+                let command = step.command_line();
                 return Err(Error::Step {
                     version: self.plan.version.clone(),
                     id: step.id,
                     description: step.description,
-                    command: step.command_line(),
+                    command,
                     message,
                 });
             }

@@ -185,8 +185,7 @@ impl Step {
 pub fn shell_line(words: &[String]) -> String {
     // Arguments are Rust strings from flags and files, never NUL; should one be, it is shown
     // escaped rather than quoted wrongly.
-    shlex::try_join(words.iter().map(String::as_str))
-        .unwrap_or_else(|_| format!("{words:?}"))
+    shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| format!("{words:?}"))
 }
 
 #[cfg(test)]
@@ -210,7 +209,10 @@ mod shell_tests {
         .to_vec();
         let line = shell_line(&words);
         assert_ne!(line, words.join(" "));
-        assert!(line.ends_with(" plain") && line.starts_with("opship catalog add "), "{line}");
+        assert!(
+            line.ends_with(" plain") && line.starts_with("opship catalog add "),
+            "{line}"
+        );
         // The shell itself reads back the same words.
         let dir = tempfile::tempdir().unwrap();
         let out = std::process::Command::new("sh")
@@ -226,6 +228,9 @@ mod shell_tests {
             .map(String::from)
             .collect();
         assert_eq!(back, words, "{line}");
-        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "no redirection");
+        assert!(
+            std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+            "no redirection"
+        );
     }
 }
