@@ -656,11 +656,16 @@ fn check_values(doc: &Document, ptr: &str, key: &str, value: &Value) -> Result<(
                     .iter()
                     .filter(|r| e.get(**r).is_some_and(|v| !v.is_null()))
                     .count();
-                if refs != 1 {
+                // An entry with neither source (only a `prefix`) is rendered by OLM v1 as is
+                // (its deploymentConfig scenario has one), so only two sources are refused.
+                if refs > 1 {
                     return Err(bad(
                         doc,
                         &at(&[&i]),
-                        format!("`envFrom[{i}]` must specify one of `configMapRef` or `secretRef`"),
+                        format!(
+                            "`envFrom[{i}]` has both `configMapRef` and `secretRef`; one entry \
+                             names one source"
+                        ),
                     ));
                 }
             }
