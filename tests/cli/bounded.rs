@@ -14,6 +14,11 @@ const MAX_RSS_KIB: u64 = 512 * 1024;
 /// Runs opship with `args` in `dir` under GNU time (its peak RSS) and, as a safety net for the
 /// machine, an address-space limit of 4 GiB. Returns the run and the peak RSS in KiB.
 fn measured(dir: &Path, args: &[&str]) -> (Run, u64) {
+    measured_env(dir, args, &[])
+}
+
+/// [`measured`] with extra environment variables.
+fn measured_env(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> (Run, u64) {
     let bin: PathBuf = std::env::var_os("OPSHIP_TEST_BIN")
         .unwrap_or_else(|| env!("CARGO_BIN_EXE_opship").into())
         .into();
@@ -27,7 +32,10 @@ fn measured(dir: &Path, args: &[&str]) -> (Run, u64) {
         .current_dir(dir)
         .env_remove("SOURCE_DATE_EPOCH")
         .env_remove("OPSHIP_CONFIG")
-        .env("NO_COLOR", "1");
+        .env("NO_COLOR", "1")
+        .env_remove("DOCKER_CONFIG")
+        .env_remove("REGISTRY_AUTH_FILE")
+        .envs(envs.iter().copied());
     let r = run(&mut cmd);
     let text = std::fs::read_to_string(rss.path()).unwrap();
     let kib = text
@@ -349,4 +357,79 @@ fn build_applies_the_readers_limits_before_reading() {
     std::fs::write(bundle.join("manifests/huge.yaml"), "").unwrap();
     let r = run(opship().args(["build", bundle.to_str().unwrap(), "--layout", lay]));
     assert_eq!(r.code, 0, "{}", r.stderr);
+}
+
+/// Issue 28, finding 5: a 300 MB predicate is refused by its size before it is read; a large
+/// honest one (44 MiB of SBOM-like objects) is signed in both formats within the memory bound.
+#[test]
+fn attest_predicates_are_bounded_in_size_and_memory() {
+    let s = crate::sign::Setup::new();
+    let (key, _public) = s.keys("k", "pw");
+    let home = s.home.to_str().unwrap().to_owned();
+    let key = key.to_str().unwrap().to_owned();
+    let image = s.image("v0.3.0");
+    let attest = |predicate: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "attest",
+            "--key",
+            key.as_str(),
+            "--type",
+            "cyclonedx",
+            "--predicate",
+            predicate.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        args.push(image.as_str());
+        measured_env(
+            s.tmp.path(),
+            &args,
+            &[("HOME", home.as_str()), ("COSIGN_PASSWORD", "pw")],
+        )
+    };
+
+    let huge = s.path("huge.json");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(300 * 1024 * 1024)
+        .unwrap();
+    let (r, kib) = attest(&huge, &[]);
+    eprintln!(
+        "300 MB predicate: exit {}, peak RSS {} MiB",
+        r.code,
+        kib / 1024
+    );
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("huge.json") && r.stderr.contains("attestation predicate"),
+        "{}",
+        r.stderr
+    );
+    assert!(kib < MAX_RSS_KIB, "peak RSS {kib} KiB");
+
+    // Many small objects: what makes a parsed tree cost several times the file.
+    let big = s.path("sbom.json");
+    let mut text = String::from("{\"bomFormat\":\"CycloneDX\",\"components\":[");
+    let mut i = 0;
+    while text.len() < 44 * 1024 * 1024 {
+        if i > 0 {
+            text.push(',');
+        }
+        text.push_str(&format!(
+            "{{\"type\":\"library\",\"name\":\"c{i}\",\"version\":\"1.{i}\"}}"
+        ));
+        i += 1;
+    }
+    text.push_str("]}");
+    std::fs::write(&big, &text).unwrap();
+    drop(text);
+    for extra in [&[][..], &["--bundle-format"][..]] {
+        let (r, kib) = attest(&big, extra);
+        eprintln!(
+            "44 MiB predicate {extra:?}: exit {}, peak RSS {} MiB",
+            r.code,
+            kib / 1024
+        );
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+        assert!(kib < MAX_RSS_KIB, "{extra:?}: peak RSS {kib} KiB");
+    }
 }

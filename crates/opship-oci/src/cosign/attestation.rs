@@ -5,10 +5,12 @@
 //! `predicateType`) or as a Sigstore bundle referrer (cosign 3's default, `--bundle-format`).
 //! Verification reads both, and cosign 2's `oci-1-1` DSSE referrers.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use opship_core::image::oci::{Descriptor, Digest, media};
-use serde_json::json;
+use serde::Serialize;
+use serde_json::value::RawValue;
 
 use super::bundle::{self, Statement};
 use super::dsse::{ENVELOPE_MEDIA, Envelope, PAYLOAD_TYPE};
@@ -58,49 +60,90 @@ pub fn tag(digest: &Digest) -> String {
 }
 
 /// A predicate: its type URI and JSON.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Predicate {
     /// The predicate type URI.
     pub type_uri: String,
-    /// The predicate (keys in the order of its source).
-    pub json: serde_json::Value,
+    /// The predicate as compact JSON text (keys in the order of its source). Kept as text, not
+    /// a `Value` tree: a tree of a large SBOM costs several times its size in memory.
+    pub json: Box<RawValue>,
+}
+
+impl PartialEq for Predicate {
+    fn eq(&self, other: &Self) -> bool {
+        self.type_uri == other.type_uri && self.json.get() == other.json.get()
+    }
 }
 
 impl Predicate {
     /// A predicate from JSON bytes for the `--type` `kind`; `what` names the source in errors.
     pub fn from_bytes(bytes: &[u8], kind: &str, what: &str) -> Result<Self> {
         let type_uri = predicate_type(kind)?;
-        let json: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+        let not_json = |e: serde_json::Error| {
             Error::Input(format!(
                 "{what}: the predicate is not JSON: {e} (line {}, column {})",
                 e.line(),
                 e.column()
             ))
-        })?;
-        if !json.is_object() {
+        };
+        // Checked and compacted in one streaming pass, as cosign's statement carries it.
+        let mut compact = Vec::with_capacity(bytes.len().min(1 << 20));
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        serde_transcode::transcode(&mut de, &mut serde_json::Serializer::new(&mut compact))
+            .map_err(not_json)?;
+        de.end().map_err(not_json)?;
+        if compact.first() != Some(&b'{') {
             return Err(Error::Input(format!(
                 "{what}: the predicate is not a JSON object"
             )));
         }
+        let text = String::from_utf8(compact)
+            .map_err(|e| Error::Input(format!("{what}: the predicate is not UTF-8: {e}")))?;
+        let json = RawValue::from_string(text).map_err(not_json)?;
         Ok(Predicate { type_uri, json })
     }
 
-    /// Reads a predicate file (at most 512 MiB, a regular file).
+    /// A predicate built in memory (opship's own provenance).
+    pub fn from_value(type_uri: String, value: &serde_json::Value) -> Self {
+        // Serializing a `Value` cannot fail (its keys are strings).
+        let json = serde_json::value::to_raw_value(value).unwrap_or_default();
+        Predicate { type_uri, json }
+    }
+
+    /// Reads a predicate file (at most 48 MiB, a regular file).
     pub fn read(path: &Path, kind: &str) -> Result<Self> {
-        let bytes = opship_core::input::read(path, opship_core::input::Kind::Blob)?;
+        let bytes = opship_core::input::read(path, opship_core::input::Kind::Predicate)?;
         Self::from_bytes(&bytes, kind, &path.display().to_string())
     }
 }
 
 /// The statement of `predicate` about the image `digest` named `name` (its repository).
 pub fn statement(name: &str, digest: &Digest, predicate: &Predicate) -> Vec<u8> {
-    let v = json!({
-        "_type": STATEMENT_TYPE,
-        "subject": [{"name": name, "digest": {"sha256": digest.hex()}}],
-        "predicateType": predicate.type_uri,
-        "predicate": predicate.json,
-    });
-    serde_json::to_vec(&v).unwrap_or_default()
+    // A struct, not `json!`: the predicate stays text instead of becoming a tree again.
+    #[derive(Serialize)]
+    struct Subject<'a> {
+        name: &'a str,
+        digest: BTreeMap<&'static str, &'a str>,
+    }
+    #[derive(Serialize)]
+    struct Doc<'a> {
+        #[serde(rename = "_type")]
+        kind: &'a str,
+        subject: [Subject<'a>; 1],
+        #[serde(rename = "predicateType")]
+        predicate_type: &'a str,
+        predicate: &'a RawValue,
+    }
+    let st = Doc {
+        kind: STATEMENT_TYPE,
+        subject: [Subject {
+            name,
+            digest: BTreeMap::from([("sha256", digest.hex())]),
+        }],
+        predicate_type: &predicate.type_uri,
+        predicate: &predicate.json,
+    };
+    serde_json::to_vec(&st).unwrap_or_default()
 }
 
 /// Where an attestation is stored.
@@ -168,7 +211,6 @@ pub async fn attest(
         Some(raw) => Signatures::parse(&raw.bytes, &location)?,
         None => Signatures::default(),
     };
-    let wanted: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
     for l in atts
         .layers
         .iter()
@@ -177,10 +219,7 @@ pub async fn attest(
         let Ok(bytes) = registry.blob(&att_ref, l).await else {
             continue;
         };
-        let same = Envelope::parse(&bytes)
-            .ok()
-            .and_then(|env| bundle::open_envelope(&env, key.public(), digest).ok())
-            .is_some_and(|st| st.json == wanted);
+        let same = Envelope::parse(&bytes).is_ok_and(|env| env.holds(key.public(), &body));
         if same {
             return Ok(AttestReport {
                 digest: digest.clone(),

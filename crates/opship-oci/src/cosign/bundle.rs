@@ -158,6 +158,14 @@ pub fn open(
     open_envelope(&Envelope::from_value(env)?, key, digest)
 }
 
+/// Whether `bundle` holds exactly `statement` signed with `key` (see [`Envelope::holds`]).
+pub fn holds(bundle: &[u8], key: &PublicKey, statement: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(bundle)
+        .ok()
+        .and_then(|v| Envelope::from_value(v.get("dsseEnvelope")?).ok())
+        .is_some_and(|env| env.holds(key, statement))
+}
+
 /// Checks a signature bundle against `key` and `digest`; the reason when it does not verify.
 pub fn check(
     bundle: &[u8],
@@ -226,8 +234,6 @@ pub async fn prepare(
         })?;
     let listing = referrers::list(registry, reference, digest, true).await?;
     referrers::check_writable(&listing)?;
-    let wanted: serde_json::Value = serde_json::from_slice(statement)
-        .map_err(|e| Error::Signature(format!("statement JSON: {e}")))?;
     let mut existing = None;
     for e in &listing.entries {
         let Ok(m) = &e.manifest else { continue };
@@ -237,7 +243,7 @@ pub async fn prepare(
         let Ok(bytes) = registry.blob(&e.reference, layer).await else {
             continue;
         };
-        if open(&bytes, key, digest).is_ok_and(|st| st.json == wanted) {
+        if holds(&bytes, key, statement) {
             existing = Some(e.location.clone());
             break;
         }
