@@ -818,9 +818,10 @@ pub struct KeyGenerateArgs {
 
 #[derive(Debug, Args)]
 pub struct SignArgs {
-    /// Encrypted cosign private key.
+    /// Encrypted cosign private key; without it, keyless signing (an identity token, Fulcio,
+    /// Rekor, a timestamp).
     #[arg(long, value_name = "KEY")]
-    pub key: PathBuf,
+    pub key: Option<PathBuf>,
     /// Read the key password from this file (first line) instead of COSIGN_PASSWORD.
     #[arg(long, value_name = "FILE")]
     pub password_file: Option<PathBuf>,
@@ -841,14 +842,17 @@ pub struct SignArgs {
     #[command(flatten)]
     pub registry: RegistryArgs,
     #[command(flatten)]
-    pub limits: DeadlineArgs,
+    pub limits: DeadlineArgs,    #[command(flatten)]
+    pub keyless: KeylessArgs,
+
 }
 
 #[derive(Debug, Args)]
 pub struct AttestArgs {
-    /// Encrypted cosign private key.
+    /// Encrypted cosign private key; without it, keyless signing (an identity token, Fulcio,
+    /// Rekor, a timestamp).
     #[arg(long, value_name = "KEY")]
-    pub key: PathBuf,
+    pub key: Option<PathBuf>,
     /// Read the key password from this file (first line) instead of COSIGN_PASSWORD.
     #[arg(long, value_name = "FILE")]
     pub password_file: Option<PathBuf>,
@@ -867,7 +871,9 @@ pub struct AttestArgs {
     #[command(flatten)]
     pub registry: RegistryArgs,
     #[command(flatten)]
-    pub limits: DeadlineArgs,
+    pub limits: DeadlineArgs,    #[command(flatten)]
+    pub keyless: KeylessArgs,
+
 }
 
 #[derive(Debug, Args)]
@@ -1287,4 +1293,40 @@ pub struct CatalogDockerfileArgs {
     /// Extra label `key=value` (repeatable).
     #[arg(long, short = 'l', value_name = "KEY=VALUE")]
     pub extra_labels: Vec<String>,
+}
+
+/// Signature formats of `sign` and `attest`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SignFormat {
+    /// cosign 3's Sigstore bundle referrers.
+    Cosign3,
+    /// cosign 2's `.sig` / `.att` manifests.
+    Cosign2,
+}
+
+/// Keyless signing (no --key): the identity token and the Sigstore services.
+#[derive(Debug, Args)]
+pub struct KeylessArgs {
+    /// OIDC identity token for keyless signing: a file holding it, or the token (else
+    /// SIGSTORE_ID_TOKEN, else GitHub Actions' ACTIONS_ID_TOKEN_REQUEST_URL/_TOKEN).
+    #[arg(long, value_name = "FILE|TOKEN")]
+    pub identity_token: Option<String>,
+    /// cosign 3's signing_config.json naming Fulcio, Rekor and the timestamp authority
+    /// (default: the public-good instance).
+    #[arg(long, value_name = "FILE")]
+    pub signing_config: Option<PathBuf>,
+    /// Fulcio URL (over the signing config's).
+    #[arg(long, value_name = "URL")]
+    pub fulcio_url: Option<String>,
+    /// Rekor URL (over the signing config's).
+    #[arg(long, value_name = "URL")]
+    pub rekor_url: Option<String>,
+    /// Timestamp authority endpoint (over the signing config's).
+    #[arg(long, value_name = "URL")]
+    pub timestamp_server_url: Option<String>,
+    /// Signature format: cosign3 (Sigstore bundle referrers) or cosign2 (`.sig`/`.att`).
+    /// Default: the format the image's signatures already have; for a new image cosign3 when
+    /// keyless, cosign2 with a key (see docs/signing.md).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<SignFormat>,
 }

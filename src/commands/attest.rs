@@ -5,6 +5,7 @@ use std::io::Write;
 
 use futures_util::stream::{self, StreamExt};
 use opship_oci::cosign::attestation::{self, Format, Predicate};
+use opship_oci::cosign::signing;
 use opship_oci::cosign::{EncryptedKey, PublicKey};
 use opship_oci::registry::Reference;
 
@@ -16,7 +17,7 @@ use super::{CmdError, ExitStatus};
 use crate::cli::{AttestArgs, RegistryOutput, VerifyAttestationArgs};
 
 /// The registry references of `refs`; a layout image is a usage error.
-fn remote_targets(refs: &[String]) -> Result<Vec<(&str, Target)>, CmdError> {
+pub(super) fn remote_targets(refs: &[String]) -> Result<Vec<(&str, Target)>, CmdError> {
     refs.iter()
         .map(|r| match target(r)? {
             Target::Layout(..) => Err(format!(
@@ -28,7 +29,7 @@ fn remote_targets(refs: &[String]) -> Result<Vec<(&str, Target)>, CmdError> {
         .collect()
 }
 
-fn remote(t: &Target) -> &Reference {
+pub(super) fn remote(t: &Target) -> &Reference {
     match t {
         Target::Remote(r) => r,
         Target::Layout(..) => unreachable!("remote_targets refuses layouts"),
@@ -40,7 +41,10 @@ pub fn attest(args: &AttestArgs) -> Result<ExitStatus, CmdError> {
     let targets = remote_targets(&args.references)?;
     // Predicate and key file first: usage errors before any password or network.
     let predicate = Predicate::read(&args.predicate, &args.kind)?;
-    let encrypted = EncryptedKey::read(&args.key)?;
+    let Some(key_path) = &args.key else {
+        return super::keyless::attest(args, &targets, &predicate);
+    };
+    let encrypted = EncryptedKey::read(key_path)?;
     let pw = password(
         key_password_stdin(&args.registry),
         args.password_file.as_deref(),
@@ -48,11 +52,14 @@ pub fn attest(args: &AttestArgs) -> Result<ExitStatus, CmdError> {
     )?;
     let key = encrypted.decrypt(pw.as_bytes())?;
     drop(pw);
-    let format = if args.bundle_format {
+    let format = if args.bundle_format
+        || args.keyless.format == Some(crate::cli::SignFormat::Cosign3)
+    {
         Format::Bundle
     } else {
         Format::Att
     };
+    let auto = !args.bundle_format && args.keyless.format.is_none();
     let rt = runtime()?;
     let clients = clients_for(&targets, &args.registry, &args.limits)?;
     let progress = super::progress::Progress::new("attested", targets.len());
@@ -71,6 +78,16 @@ pub fn attest(args: &AttestArgs) -> Result<ExitStatus, CmdError> {
                         "{text}: the registry answers {digest} for that digest"
                     )));
                 }
+                // No format asked for: an image whose signatures are cosign 3 bundles only gets
+                // a bundle, so cosign 3's default verify-attestation finds it.
+                let format = if auto {
+                    match signing::existing_format(client, reference, &digest).await? {
+                        Some(signing::Format::Cosign3) => Format::Bundle,
+                        _ => format,
+                    }
+                } else {
+                    format
+                };
                 let r =
                     attestation::attest(client, reference, &digest, key, predicate, format).await;
                 progress.item_done(text);

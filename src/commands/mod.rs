@@ -8,6 +8,7 @@ mod digests;
 mod docs;
 mod generate;
 mod init;
+mod keyless;
 mod manifests;
 mod progress;
 mod registry;

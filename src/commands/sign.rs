@@ -219,8 +219,14 @@ pub fn sign(args: &SignArgs) -> Result<ExitStatus, CmdError> {
             (Target::Remote(_), _) => Ok(None),
         })
         .collect::<Result<Vec<_>, CmdError>>()?;
+    let Some(key_path) = &args.key else {
+        return super::keyless::sign(args, &targets, &notes);
+    };
+    if args.keyless.identity_token.is_some() {
+        return Err("--identity-token is for keyless signing: pass either it or --key".into());
+    }
     // The key file is read and checked before any password is asked for.
-    let encrypted = EncryptedKey::read(&args.key)?;
+    let encrypted = EncryptedKey::read(key_path)?;
     let pw = password(
         key_password_stdin(&args.registry),
         args.password_file.as_deref(),
@@ -288,7 +294,8 @@ pub fn sign(args: &SignArgs) -> Result<ExitStatus, CmdError> {
                     &key,
                     &identity,
                     &notes,
-                    args.bundle_format,
+                    args.bundle_format
+                        || args.keyless.format == Some(crate::cli::SignFormat::Cosign3),
                 )
                 .await?;
                 if let Some(b) = &report.bundle {

@@ -15,6 +15,7 @@ mod hostile;
 mod hostile_chart;
 mod hostile_validate;
 mod index;
+mod keyless;
 mod kill;
 mod layout_lock;
 mod manifests;

@@ -139,7 +139,7 @@ pub async fn attest(
     let body = statement(&identity_of(reference), digest, predicate);
     let predicate_digest = Digest::of(&serde_json::to_vec(&predicate.json).unwrap_or_default());
     if format == Format::Bundle {
-        let prepared = bundle::prepare(registry, reference, digest, key.public(), &body).await?;
+        let prepared = bundle::prepare(registry, reference, digest, Some(key.public()), &body).await?;
         let added = prepared.existing.is_none();
         let location = bundle::attach(
             registry,
@@ -384,4 +384,70 @@ mod tests {
                 .contains("p.json: the predicate is not JSON")
         );
     }
+}
+
+/// Attests `digest` keylessly in `format` (cosign 3: a Sigstore bundle referrer; cosign 2:
+/// a `.att` layer with the certificate annotations). Everything from the services is
+/// obtained before the registry is written.
+pub async fn attest_keyless(
+    registry: &Registry,
+    reference: &Reference,
+    digest: &Digest,
+    session: &super::keyless::Session,
+    predicate: &Predicate,
+    format: Format,
+) -> Result<AttestReport> {
+    let body = statement(&identity_of(reference), digest, predicate);
+    let predicate_digest = Digest::of(&serde_json::to_vec(&predicate.json).unwrap_or_default());
+    if format == Format::Bundle {
+        let prepared = bundle::prepare(registry, reference, digest, None, &body).await?;
+        let signed = session.dsse_bundle(PAYLOAD_TYPE, &body).await?;
+        let location = bundle::attach_bundle(
+            registry,
+            reference,
+            digest,
+            signed,
+            &predicate.type_uri,
+            &prepared,
+        )
+        .await?;
+        return Ok(AttestReport {
+            digest: digest.clone(),
+            location,
+            added: true,
+            predicate_digest,
+        });
+    }
+    let att_ref = Reference::with_tag(
+        reference.registry().to_owned(),
+        reference.repository().to_owned(),
+        tag(digest),
+    );
+    let location = att_ref.whole();
+    let mut atts = match registry.manifest_if_any(&att_ref).await? {
+        Some(raw) => Signatures::parse(&raw.bytes, &location)?,
+        None => Signatures::default(),
+    };
+    let (env_bytes, notes) = session.cosign2_envelope(&body).await?;
+    let mut layer = Descriptor::of(ENVELOPE_MEDIA, &env_bytes);
+    layer
+        .annotations
+        .insert(SIGNATURE_ANNOTATION.to_owned(), String::new());
+    layer
+        .annotations
+        .insert(PREDICATE_ANNOTATION.to_owned(), predicate.type_uri.clone());
+    layer.annotations.extend(notes);
+    atts.layers.push(layer);
+    registry.upload_blob(&att_ref, &env_bytes).await?;
+    let (config, manifest_bytes) = atts.to_manifest()?;
+    registry.upload_blob(&att_ref, &config).await?;
+    registry
+        .put_manifest_bytes(&att_ref, &manifest_bytes, media::OCI_MANIFEST)
+        .await?;
+    Ok(AttestReport {
+        digest: digest.clone(),
+        location,
+        added: true,
+        predicate_digest,
+    })
 }

@@ -208,7 +208,7 @@ pub async fn prepare(
     registry: &Registry,
     reference: &Reference,
     digest: &Digest,
-    key: &PublicKey,
+    key: Option<&PublicKey>,
     statement: &[u8],
 ) -> Result<Prepared> {
     let image = registry
@@ -229,7 +229,10 @@ pub async fn prepare(
     let wanted: serde_json::Value = serde_json::from_slice(statement)
         .map_err(|e| Error::Signature(format!("statement JSON: {e}")))?;
     let mut existing = None;
-    for e in &listing.entries {
+    // Keyless signatures are never equal to one there (each has its own certificate): cosign
+    // 3 adds a bundle on every sign, and so does opship without a key.
+    let entries = if key.is_some() { &listing.entries[..] } else { &[] };
+    for e in entries {
         let Ok(m) = &e.manifest else { continue };
         let Some(layer) = m.layers.iter().find(|l| l.media_type == BUNDLE_MEDIA) else {
             continue;
@@ -237,7 +240,7 @@ pub async fn prepare(
         let Ok(bytes) = registry.blob(&e.reference, layer).await else {
             continue;
         };
-        if open(&bytes, key, digest).is_ok_and(|st| st.json == wanted) {
+        if key.is_some_and(|key| open(&bytes, key, digest).is_ok_and(|st| st.json == wanted)) {
             existing = Some(e.location.clone());
             break;
         }
@@ -271,6 +274,22 @@ pub async fn attach(
     }
     let env = Envelope::sign(PAYLOAD_TYPE, statement, key)?;
     let bundle = wrap(&env, key.public())?;
+    attach_bundle(registry, reference, digest, bundle, predicate_type, prepared).await
+}
+
+/// Attaches signed `bundle` bytes (of `predicate_type`) as a referrer of `digest`, after
+/// [`prepare`]; nothing is written when `prepared.existing` is set.
+pub async fn attach_bundle(
+    registry: &Registry,
+    reference: &Reference,
+    digest: &Digest,
+    bundle: Vec<u8>,
+    predicate_type: &str,
+    prepared: &Prepared,
+) -> Result<String> {
+    if let Some(e) = &prepared.existing {
+        return Ok(format!("{e} (kept: the same statement is signed there)"));
+    }
     let empty = b"{}".to_vec();
     let annotations = json!({
         "dev.sigstore.bundle.content": "dsse-envelope",

@@ -11,6 +11,7 @@ pub mod attestation;
 pub mod bundle;
 pub mod dsse;
 pub mod key;
+pub mod keyless;
 pub mod manifest;
 pub mod payload;
 pub mod provenance;

@@ -1,0 +1,496 @@
+//! Keyless signing against the real Sigstore stack of `../shared/sigstore-stack` (Fulcio
+//! 1.8.8, Rekor v2, the timestamp authority, GitHub-style and email OIDC issuers), started
+//! once for this test binary and stopped when it exits: opship signs and attests with a
+//! GitHub Actions token and an email token; cosign 3 (trusted root, tlog and timestamp
+//! checks) and cosign 2 (`--ca-roots`, cosign 2 format) verify with the right identity and
+//! refuse a wrong identity, issuer or repository; the entries are in Rekor (its checkpoint);
+//! failures (no token, wrong audience, expired, Fulcio down, Rekor down after the
+//! certificate) exit 2 with the reason and write nothing to the registry.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use crate::support_registry::{
+    TestRegistry, free_port, http_get, isolated, manifest_status, ok, require,
+};
+use crate::{Run, repo, run};
+
+/// A running stack: its directory and the variables of `DIR/env`.
+struct Stack {
+    dir: PathBuf,
+    env: BTreeMap<String, String>,
+}
+
+fn stack_script(name: &str) -> PathBuf {
+    repo().join("../shared/sigstore-stack").join(name)
+}
+
+/// The stack, started on first use; a watcher runs `down` when this test process is gone.
+fn stack() -> &'static Stack {
+    static STACK: OnceLock<Stack> = OnceLock::new();
+    STACK.get_or_init(|| {
+        let base = std::env::temp_dir().join(format!("opship-sigstore-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        let dir = base.join("stack");
+        let up = ok(run(Command::new(stack_script("up")).arg(&dir)), "sigstore-stack up");
+        let _ = up;
+        let script = format!(
+            "while kill -0 {pid} 2>/dev/null; do sleep 1; done; '{down}' '{dir}' >/dev/null 2>&1; rm -rf '{base}'",
+            pid = std::process::id(),
+            down = stack_script("down").display(),
+            dir = dir.display(),
+            base = base.display(),
+        );
+        Command::new("sh")
+            .args(["-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("stack watcher");
+        let text = std::fs::read_to_string(dir.join("env")).unwrap();
+        let env = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("export "))
+            .flat_map(|l| {
+                // `A=1 B=2` on one line, `X='a b'` quoted.
+                let mut out = Vec::new();
+                let mut rest = l;
+                while let Some((k, v)) = rest.split_once('=') {
+                    let (value, next) = if let Some(q) = v.strip_prefix('\'') {
+                        let end = q.find('\'').unwrap_or(q.len());
+                        (q[..end].to_owned(), q.get(end + 1..).unwrap_or(""))
+                    } else {
+                        match v.split_once(' ') {
+                            Some((a, b)) => (a.to_owned(), b),
+                            None => (v.to_owned(), ""),
+                        }
+                    };
+                    out.push((k.trim().to_owned(), value));
+                    rest = next.trim_start();
+                    if rest.is_empty() {
+                        break;
+                    }
+                }
+                out
+            })
+            .collect();
+        Stack { dir, env }
+    })
+}
+
+impl Stack {
+    fn var(&self, k: &str) -> &str {
+        self.env.get(k).unwrap_or_else(|| panic!("{k} not in the stack's env"))
+    }
+
+    /// A fresh token file (`token DIR profile ARGS…`).
+    fn token(&self, profile: &str, extra: &[&str]) -> String {
+        let r = ok(
+            run(Command::new(stack_script("token"))
+                .arg(&self.dir)
+                .arg(profile)
+                .args(extra)),
+            "token",
+        );
+        r.stdout.trim().to_owned()
+    }
+}
+
+/// A one-file image pushed with crane to `addr/repo_tag`; its digest.
+fn image(tmp: &Path, addr: &str, repo_tag: &str) -> String {
+    require("crane", "crane (scripts/peers)");
+    let dir = tmp.join(repo_tag.replace([':', '/'], "-"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("file.txt"), repo_tag).unwrap();
+    let tar = dir.join("layer.tar");
+    assert!(
+        Command::new("tar")
+            .arg("-C")
+            .arg(&dir)
+            .args(["-cf"])
+            .arg(&tar)
+            .arg("file.txt")
+            .status()
+            .unwrap()
+            .success()
+    );
+    let r = ok(
+        run(Command::new("crane")
+            .args(["append", "--insecure", "-f"])
+            .arg(&tar)
+            .args(["-t", &format!("{addr}/{repo_tag}")])),
+        "crane append",
+    );
+    r.stdout.trim().rsplit('@').next().unwrap().to_owned()
+}
+
+/// opship without any token in its environment.
+fn opship_clean(home: &Path) -> Command {
+    let mut c = isolated(home);
+    c.env_remove("SIGSTORE_ID_TOKEN")
+        .env_remove("ACTIONS_ID_TOKEN_REQUEST_URL")
+        .env_remove("ACTIONS_ID_TOKEN_REQUEST_TOKEN")
+        .stdin(Stdio::null());
+    c
+}
+
+fn cosign(major: u8, home: &Path) -> Command {
+    let name = format!("cosign{major}");
+    require(&name, "cosign (scripts/peers puts cosign2 and cosign3 on PATH)");
+    let mut c = Command::new(name);
+    c.env("HOME", home)
+        .env("SIGSTORE_NO_CACHE", "1")
+        .env_remove("DOCKER_CONFIG")
+        .stdin(Stdio::null());
+    c
+}
+
+fn refuses(r: Run, what: &str) -> Run {
+    assert_ne!(
+        r.code, 0,
+        "{what} should fail\nstdout:\n{}\nstderr:\n{}",
+        r.stdout, r.stderr
+    );
+    r
+}
+
+/// `cosign3 verify[-attestation]` with the trusted root (tlog and timestamps checked).
+fn cosign3_verify(s: &Stack, home: &Path, what: &str, extra: &[&str], image: &str) -> Run {
+    run(cosign(3, home)
+        .args([what, "--trusted-root", s.var("SIGSTORE_TRUSTED_ROOT")])
+        .args(["--insecure-ignore-sct", "--allow-http-registry"])
+        .args(extra)
+        .arg(image))
+}
+
+#[test]
+fn keyless_sign_and_attest_verified_by_cosign() {
+    let s = stack();
+    let reg = TestRegistry::start(None);
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let sc = s.var("SIGSTORE_SIGNING_CONFIG");
+    let gh_identity = s.var("GITHUB_IDENTITY");
+    let gh_issuer = s.var("OIDC_ISSUER_URL");
+
+    // GitHub Actions token, cosign 3's format (the default for a new image).
+    let d = image(tmp.path(), &reg.addr, "app:1");
+    let img = format!("{}/app@{d}", reg.addr);
+    let tok = s.token("github", &[]);
+    let r = ok(
+        run(opship_clean(&home).args([
+            "sign",
+            "--insecure",
+            "--signing-config",
+            sc,
+            "--identity-token",
+            &tok,
+            "-a",
+            "release=1",
+            &img,
+        ])),
+        "opship sign keyless",
+    );
+    assert!(r.stderr.contains(gh_identity), "{}", r.stderr);
+    // No `.sig`: the bundle referrer only.
+    assert_eq!(
+        manifest_status(&reg.addr, "app", &format!("sha256-{}.sig", &d[7..])),
+        404
+    );
+    let good = [
+        "--certificate-identity",
+        gh_identity,
+        "--certificate-oidc-issuer",
+        gh_issuer,
+    ];
+    let v = ok(
+        cosign3_verify(
+            s,
+            &home,
+            "verify",
+            &[
+                &good[..],
+                &[
+                    "--certificate-github-workflow-repository",
+                    "example-org/example-repo",
+                    "-a",
+                    "release=1",
+                ],
+            ]
+            .concat(),
+            &img,
+        ),
+        "cosign3 verify",
+    );
+    let _ = v;
+    refuses(
+        cosign3_verify(
+            s,
+            &home,
+            "verify",
+            &[
+                "--certificate-identity",
+                "https://github.com/example-org/other/.github/workflows/release.yml@refs/heads/main",
+                "--certificate-oidc-issuer",
+                gh_issuer,
+            ],
+            &img,
+        ),
+        "cosign3 verify, wrong identity",
+    );
+    refuses(
+        cosign3_verify(
+            s,
+            &home,
+            "verify",
+            &[
+                "--certificate-identity",
+                gh_identity,
+                "--certificate-oidc-issuer",
+                s.var("OIDC_EMAIL_ISSUER_URL"),
+            ],
+            &img,
+        ),
+        "cosign3 verify, wrong issuer",
+    );
+    refuses(
+        cosign3_verify(
+            s,
+            &home,
+            "verify",
+            &[
+                &good[..],
+                &["--certificate-github-workflow-repository", "example-org/other"],
+            ]
+            .concat(),
+            &img,
+        ),
+        "cosign3 verify, wrong repository",
+    );
+
+    // Attest keylessly: the image has cosign 3 bundles, so the attestation is one too.
+    let pred = tmp.path().join("prov.json");
+    std::fs::write(&pred, r#"{"buildDefinition":{"buildType":"x"}}"#).unwrap();
+    ok(
+        run(opship_clean(&home)
+            .args(["attest", "--insecure", "--signing-config", sc])
+            .args(["--identity-token", &s.token("github", &[])])
+            .args(["--type", "slsaprovenance1", "--predicate"])
+            .arg(&pred)
+            .arg(&img)),
+        "opship attest keyless",
+    );
+    ok(
+        cosign3_verify(
+            s,
+            &home,
+            "verify-attestation",
+            &[&good[..], &["--type", "slsaprovenance1"]].concat(),
+            &img,
+        ),
+        "cosign3 verify-attestation",
+    );
+
+    // The log holds the entries: the bundle's log index is below Rekor's checkpoint size.
+    let (status, checkpoint) =
+        http_get(&s.var("REKOR_URL")[7..], "/api/v2/checkpoint", &[]).expect("rekor checkpoint");
+    assert_eq!(status, 200, "{checkpoint}");
+    let size: u64 = checkpoint
+        .lines()
+        .nth(1)
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("checkpoint: {checkpoint}"));
+    assert!(size >= 2, "{checkpoint}");
+
+    // Email token, cosign 2's format; cosign 2 verifies with --ca-roots.
+    let d2 = image(tmp.path(), &reg.addr, "lib:1");
+    let img2 = format!("{}/lib@{d2}", reg.addr);
+    ok(
+        run(opship_clean(&home).args([
+            "sign",
+            "--insecure",
+            "--format",
+            "cosign2",
+            "--signing-config",
+            sc,
+            "--identity-token",
+            &s.token("email", &[]),
+            &img2,
+        ])),
+        "opship sign keyless cosign2",
+    );
+    let email = s.var("EMAIL_IDENTITY");
+    let email_issuer = s.var("OIDC_EMAIL_ISSUER_URL");
+    let cosign2 = |identity: &str, issuer: &str| {
+        run(cosign(2, &home)
+            .args(["verify", "--ca-roots", s.var("FULCIO_ROOT_PEM")])
+            .args(["--certificate-identity", identity])
+            .args(["--certificate-oidc-issuer", issuer])
+            .args([
+                "--insecure-ignore-tlog",
+                "--insecure-ignore-sct",
+                "--allow-http-registry",
+            ])
+            .arg(&img2))
+    };
+    ok(cosign2(email, email_issuer), "cosign2 verify");
+    refuses(cosign2("other@example.test", email_issuer), "cosign2, wrong identity");
+    refuses(cosign2(email, gh_issuer), "cosign2, wrong issuer");
+}
+
+#[test]
+fn keyless_failures_write_nothing() {
+    let s = stack();
+    let reg = TestRegistry::start(None);
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let d = image(tmp.path(), &reg.addr, "app:1");
+    let img = format!("{}/app@{d}", reg.addr);
+    let sc = s.var("SIGSTORE_SIGNING_CONFIG");
+    let closed = format!("http://127.0.0.1:{}", free_port());
+    let fails = |extra: &[&str], reason: &str| {
+        let r = run(opship_clean(&home)
+            .args(["sign", "--insecure", "--signing-config", sc])
+            .args(extra)
+            .arg(&img));
+        assert_eq!(r.code, 2, "{reason}\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains(reason), "want {reason:?}\n{}", r.stderr);
+        assert!(r.stdout.is_empty(), "{}", r.stdout);
+    };
+    fails(&[], "no identity token for keyless signing");
+    fails(
+        &["--identity-token", &s.token("github", &["--claims", "aud=not-sigstore"])],
+        "is for the audience `not-sigstore`, not `sigstore`",
+    );
+    fails(
+        &["--identity-token", &s.token("github", &["--ttl", "-60"])],
+        "expired at",
+    );
+    // Fulcio's own refusal is quoted (an email it cannot take as verified).
+    fails(
+        &[
+            "--identity-token",
+            &s.token("email", &["--claims", "email_verified:=false"]),
+        ],
+        "refused (",
+    );
+    fails(
+        &["--identity-token", &s.token("github", &[]), "--fulcio-url", &closed],
+        "cannot reach Fulcio",
+    );
+    // Rekor down after Fulcio certified the key: nothing in the registry.
+    for format in ["cosign3", "cosign2"] {
+        fails(
+            &[
+                "--identity-token",
+                &s.token("github", &[]),
+                "--rekor-url",
+                &closed,
+                "--format",
+                format,
+            ],
+            "cannot reach Rekor",
+        );
+    }
+    fails(
+        &[
+            "--identity-token",
+            &s.token("github", &[]),
+            "--timestamp-server-url",
+            &format!("{closed}/api/v1/timestamp"),
+        ],
+        "cannot reach the timestamp authority",
+    );
+    for tag in [
+        format!("sha256-{}.sig", &d[7..]),
+        format!("sha256-{}", &d[7..]),
+    ] {
+        assert_eq!(manifest_status(&reg.addr, "app", &tag), 404, "{tag} written");
+    }
+}
+
+/// cosign 3's default `verify-attestation` finds opship's attestation on an image cosign 3
+/// signed before (opship follows the image's format), and opship's keyless cosign 3
+/// signature leads opship's key attestation to a bundle as well.
+#[test]
+fn attestation_follows_the_images_format() {
+    let s = stack();
+    let reg = TestRegistry::start(None);
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let pred = tmp.path().join("prov.json");
+    std::fs::write(&pred, r#"{"buildDefinition":{"buildType":"x"}}"#).unwrap();
+    let prefix = tmp.path().join("k");
+    ok(
+        run(opship_clean(&home)
+            .env("COSIGN_PASSWORD", "pw")
+            .args(["key", "generate", "--output-key-prefix"])
+            .arg(&prefix)),
+        "key generate",
+    );
+    let key = prefix.with_extension("key");
+    let public = prefix.with_extension("pub");
+    for (repo, by) in [("c3", "cosign3"), ("op", "opship")] {
+        let d = image(tmp.path(), &reg.addr, &format!("{repo}:1"));
+        let img = format!("{}/{repo}@{d}", reg.addr);
+        let tok = s.token("github", &[]);
+        if by == "cosign3" {
+            ok(
+                run(cosign(3, &home)
+                    .args(["sign", "--signing-config", s.var("SIGSTORE_SIGNING_CONFIG")])
+                    .args(["--trusted-root", s.var("SIGSTORE_TRUSTED_ROOT")])
+                    .args(["--identity-token", &tok, "--yes", "--allow-http-registry"])
+                    .arg(&img)),
+                "cosign3 sign keyless",
+            );
+        } else {
+            ok(
+                run(opship_clean(&home).args([
+                    "sign",
+                    "--insecure",
+                    "--signing-config",
+                    s.var("SIGSTORE_SIGNING_CONFIG"),
+                    "--identity-token",
+                    &tok,
+                    &img,
+                ])),
+                "opship sign keyless",
+            );
+        }
+        ok(
+            run(opship_clean(&home)
+                .env("COSIGN_PASSWORD", "pw")
+                .args(["attest", "--insecure", "--key"])
+                .arg(&key)
+                .args(["--type", "slsaprovenance1", "--predicate"])
+                .arg(&pred)
+                .arg(&img)),
+            "opship attest --key",
+        );
+        assert_eq!(
+            manifest_status(&reg.addr, repo, &format!("sha256-{}.att", &d[7..])),
+            404,
+            "{by}: the attestation went to .att, not to a bundle"
+        );
+        ok(
+            run(cosign(3, &home)
+                .args(["verify-attestation", "--key"])
+                .arg(&public)
+                .args([
+                    "--type",
+                    "slsaprovenance1",
+                    "--insecure-ignore-tlog=true",
+                    "--allow-insecure-registry",
+                ])
+                .arg(&img)),
+            &format!("cosign3 verify-attestation after {by}"),
+        );
+    }
+}
