@@ -157,7 +157,8 @@ impl Session {
     /// (certificate, log entry, timestamp): cosign 3's format.
     pub async fn dsse_bundle(&self, payload_type: &str, body: &[u8]) -> Result<Vec<u8>> {
         self.check_valid()?;
-        let signature = self.key.sign(&pae(payload_type, body))?;
+        let signed_bytes = pae(payload_type, body);
+        let signature = self.key.sign(&signed_bytes)?;
         let envelope = json!({
             "payload": STANDARD.encode(body),
             "payloadType": payload_type,
@@ -167,6 +168,7 @@ impl Session {
             .witness(
                 rekor::Entry::Dsse {
                     envelope: envelope.clone(),
+                    pae: &signed_bytes,
                     signature: &signature,
                 },
                 signature.clone(),
@@ -214,7 +216,8 @@ impl Session {
         body: &[u8],
     ) -> Result<(Vec<u8>, std::collections::BTreeMap<String, String>)> {
         self.check_valid()?;
-        let signature = self.key.sign(&pae(super::dsse::PAYLOAD_TYPE, body))?;
+        let signed_bytes = pae(super::dsse::PAYLOAD_TYPE, body);
+        let signature = self.key.sign(&signed_bytes)?;
         let env = Envelope {
             payload_type: super::dsse::PAYLOAD_TYPE.to_owned(),
             payload: body.to_vec(),
@@ -225,6 +228,7 @@ impl Session {
             .witness(
                 rekor::Entry::Dsse {
                     envelope: value.clone(),
+                    pae: &signed_bytes,
                     signature: &signature,
                 },
                 signature.clone(),

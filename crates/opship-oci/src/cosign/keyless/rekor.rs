@@ -1,5 +1,5 @@
 //! Transparency-log entries for keyless signatures: Rekor v2 (rekor-tiles,
-//! `POST /api/v2/log/entries` with a `hashedrekord` or `dsse` v0.0.2 request; the answer is
+//! `POST /api/v2/log/entries` with a `hashedrekord` v0.0.2 request, DSSE signatures too; the answer is
 //! already the bundle's `TransparencyLogEntry`) and Rekor v1 (`POST /api/v1/log/entries`,
 //! `hashedrekord`/`dsse` v0.0.1; its answer turned into the same entry shape, with the signed
 //! entry timestamp as inclusion promise). The answer is checked only for being the entry of
@@ -27,6 +27,8 @@ pub enum Entry<'a> {
     Dsse {
         /// `{payload, payloadType, signatures}`.
         envelope: serde_json::Value,
+        /// The bytes the signature covers (the DSSE pre-authentication encoding).
+        pae: &'a [u8],
         /// DER ECDSA signature.
         signature: &'a [u8],
     },
@@ -70,9 +72,11 @@ pub async fn log(service: &Service, log: &Tlog, entry: &Entry<'_>, cert_der: &[u
                 "digest": STANDARD.encode(Sha256::digest(payload)),
                 "signature": {"content": STANDARD.encode(signature), "verifier": verifier},
             }}),
-            Entry::Dsse { envelope, .. } => json!({"dsseRequestV002": {
-                "envelope": envelope,
-                "verifiers": [verifier],
+            // rekor-tiles takes hashedrekord only: a DSSE signature is logged as one over the
+            // SHA-256 of its pre-authentication encoding (what cosign 3 and sigstore-go do).
+            Entry::Dsse { pae, signature, .. } => json!({"hashedRekordRequestV002": {
+                "digest": STANDARD.encode(Sha256::digest(pae)),
+                "signature": {"content": STANDARD.encode(signature), "verifier": verifier},
             }}),
         };
         (format!("{}/api/v2/log/entries", log.url), request)
