@@ -143,7 +143,6 @@ fn cosign(major: u8, home: &Path) -> Command {
     require(&name, "cosign (scripts/peers puts cosign2 and cosign3 on PATH)");
     let mut c = Command::new(name);
     c.env("HOME", home)
-        .env("SIGSTORE_NO_CACHE", "1")
         .env_remove("DOCKER_CONFIG")
         .stdin(Stdio::null());
     c

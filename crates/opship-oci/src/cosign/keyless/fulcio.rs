@@ -67,7 +67,7 @@ pub fn san(cert: &Certificate) -> Vec<String> {
         .iter()
         .filter_map(|n| match n {
             GeneralName::Rfc822Name(s) | GeneralName::UniformResourceIdentifier(s) => {
-                Some(s.to_string())
+                Some(s.as_str().to_owned())
             }
             _ => None,
         })

@@ -86,7 +86,7 @@ pub async fn log(service: &Service, log: &Tlog, entry: &Entry<'_>, cert_der: &[u
             Entry::HashedRekord { payload, signature } => json!({
                 "apiVersion": "0.0.1", "kind": "hashedrekord",
                 "spec": {
-                    "data": {"hash": {"algorithm": "sha256", "value": format!("{:x}", Sha256::digest(payload))}},
+                    "data": {"hash": {"algorithm": "sha256", "value": Sha256::digest(payload).iter().map(|b| format!("{b:02x}")).collect::<String>()}},
                     "signature": {"content": STANDARD.encode(signature), "publicKey": {"content": pem}},
                 },
             }),

@@ -109,7 +109,8 @@ pub fn token_of(answer: &[u8], imprint: &[u8], nonce: &[u8]) -> std::result::Res
 
 /// Timestamps `signature` at the TSA endpoint `url`; the DER timestamp token.
 pub async fn timestamp(service: &Service, url: &str, signature: &[u8]) -> Result<Vec<u8>> {
-    let imprint: [u8; 32] = Sha256::digest(signature).into();
+    let mut imprint = [0u8; 32];
+    imprint.copy_from_slice(&Sha256::digest(signature));
     let nonce = nonce();
     let answer = post_or_get(
         service,
