@@ -493,3 +493,78 @@ fn attestation_follows_the_images_format() {
         );
     }
 }
+
+/// GitHub Actions' token service on loopback (the stack's issuer behind it): answers
+/// `GET /token?audience=A` with `{"value": TOKEN}` for `Authorization: bearer SECRET` only.
+const ACTIONS_SERVER: &str = r#"
+import http.server, json, sys, urllib.parse, urllib.request
+issuer, secret = sys.argv[1], sys.argv[2]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        q = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
+        if self.headers.get("Authorization", "").lower() != "bearer " + secret.lower():
+            self.send_response(401); self.end_headers(); return
+        aud = q.get("audience", [""])[0]
+        tok = urllib.request.urlopen(issuer + "/token?profile=github&aud=" + urllib.parse.quote(aud)).read().decode()
+        body = json.dumps({"count": 1, "value": tok}).encode()
+        self.send_response(200); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+
+#[test]
+fn github_actions_token_flow() {
+    use std::io::BufRead;
+    let s = stack();
+    let reg = TestRegistry::start(None);
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut server = Command::new("python3")
+        .args(["-c", ACTIONS_SERVER, s.var("OIDC_ISSUER_URL"), "runner-secret"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    std::io::BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = format!("http://127.0.0.1:{}/token?api-version=2.0", line.trim());
+    let d = image(tmp.path(), &reg.addr, "op/bundle:1");
+    let img = format!("{}/op/bundle@{d}", reg.addr);
+    let sign = |bearer: &str| {
+        run(opship_clean(&home)
+            .env("ACTIONS_ID_TOKEN_REQUEST_URL", &url)
+            .env("ACTIONS_ID_TOKEN_REQUEST_TOKEN", bearer)
+            .args(["sign", "--insecure", "--signing-config"])
+            .arg(s.var("SIGSTORE_SIGNING_CONFIG"))
+            .arg(&img))
+    };
+    let r = sign("wrong");
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("refused (401"), "{}", r.stderr);
+    ok(sign("runner-secret"), "opship sign with the Actions token");
+    let _ = server.kill();
+    let _ = server.wait();
+    ok(
+        cosign3_verify(
+            s,
+            &home,
+            "verify",
+            &[
+                "--certificate-identity",
+                s.var("GITHUB_IDENTITY"),
+                "--certificate-oidc-issuer",
+                s.var("OIDC_ISSUER_URL"),
+                "--certificate-github-workflow-trigger",
+                "push",
+            ],
+            &img,
+        ),
+        "cosign3 verify of the Actions-token signature",
+    );
+}
