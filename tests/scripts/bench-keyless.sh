@@ -42,7 +42,7 @@ echo "pushed ${#refs[@]} images to $reg"
 timed() { /usr/bin/time -f '%e s wall, %U s user, %S s sys, %M KiB max RSS' -o "$work/time" "$@"; cat "$work/time"; }
 
 echo "== opship sign, keyless, all ${#refs[@]} in one process"
-tok=$("$stackdir/token" "$work/stack" github)
+tok=$("$stackdir/token" "$work/stack" github --ttl 3600)
 timed "$opship" sign --insecure --signing-config "$SIGSTORE_SIGNING_CONFIG" --identity-token "$tok" \
   "${refs[@]}" >/dev/null 2>"$work/opship.log"
 echo "   $(grep -c "keylessly" "$work/opship.log") images signed"
