@@ -842,9 +842,9 @@ pub struct SignArgs {
     #[command(flatten)]
     pub registry: RegistryArgs,
     #[command(flatten)]
-    pub limits: DeadlineArgs,    #[command(flatten)]
+    pub limits: DeadlineArgs,
+    #[command(flatten)]
     pub keyless: KeylessArgs,
-
 }
 
 #[derive(Debug, Args)]
@@ -871,9 +871,9 @@ pub struct AttestArgs {
     #[command(flatten)]
     pub registry: RegistryArgs,
     #[command(flatten)]
-    pub limits: DeadlineArgs,    #[command(flatten)]
+    pub limits: DeadlineArgs,
+    #[command(flatten)]
     pub keyless: KeylessArgs,
-
 }
 
 #[derive(Debug, Args)]

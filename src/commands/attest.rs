@@ -52,13 +52,12 @@ pub fn attest(args: &AttestArgs) -> Result<ExitStatus, CmdError> {
     )?;
     let key = encrypted.decrypt(pw.as_bytes())?;
     drop(pw);
-    let format = if args.bundle_format
-        || args.keyless.format == Some(crate::cli::SignFormat::Cosign3)
-    {
-        Format::Bundle
-    } else {
-        Format::Att
-    };
+    let format =
+        if args.bundle_format || args.keyless.format == Some(crate::cli::SignFormat::Cosign3) {
+            Format::Bundle
+        } else {
+            Format::Att
+        };
     let auto = !args.bundle_format && args.keyless.format.is_none();
     let rt = runtime()?;
     let clients = clients_for(&targets, &args.registry, &args.limits)?;

@@ -84,7 +84,9 @@ fn stack() -> &'static Stack {
 
 impl Stack {
     fn var(&self, k: &str) -> &str {
-        self.env.get(k).unwrap_or_else(|| panic!("{k} not in the stack's env"))
+        self.env
+            .get(k)
+            .unwrap_or_else(|| panic!("{k} not in the stack's env"))
     }
 
     /// A fresh token file (`token DIR profile ARGS…`).
@@ -140,7 +142,10 @@ fn opship_clean(home: &Path) -> Command {
 
 fn cosign(major: u8, home: &Path) -> Command {
     let name = format!("cosign{major}");
-    require(&name, "cosign (scripts/peers puts cosign2 and cosign3 on PATH)");
+    require(
+        &name,
+        "cosign (scripts/peers puts cosign2 and cosign3 on PATH)",
+    );
     let mut c = Command::new(name);
     c.env("HOME", home)
         .env_remove("DOCKER_CONFIG")
@@ -264,7 +269,10 @@ fn keyless_sign_and_attest_verified_by_cosign() {
             "verify",
             &[
                 &good[..],
-                &["--certificate-github-workflow-repository", "example-org/other"],
+                &[
+                    "--certificate-github-workflow-repository",
+                    "example-org/other",
+                ],
             ]
             .concat(),
             &img,
@@ -338,7 +346,10 @@ fn keyless_sign_and_attest_verified_by_cosign() {
             .arg(&img2))
     };
     ok(cosign2(email, email_issuer), "cosign2 verify");
-    refuses(cosign2("other@example.test", email_issuer), "cosign2, wrong identity");
+    refuses(
+        cosign2("other@example.test", email_issuer),
+        "cosign2, wrong identity",
+    );
     refuses(cosign2(email, gh_issuer), "cosign2, wrong issuer");
 }
 
@@ -358,13 +369,20 @@ fn keyless_failures_write_nothing() {
             .args(["sign", "--insecure", "--signing-config", sc])
             .args(extra)
             .arg(&img));
-        assert_eq!(r.code, 2, "{reason}\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+        assert_eq!(
+            r.code, 2,
+            "{reason}\nstdout:\n{}\nstderr:\n{}",
+            r.stdout, r.stderr
+        );
         assert!(r.stderr.contains(reason), "want {reason:?}\n{}", r.stderr);
         assert!(r.stdout.is_empty(), "{}", r.stdout);
     };
     fails(&[], "no identity token for keyless signing");
     fails(
-        &["--identity-token", &s.token("github", &["--claims", "aud=not-sigstore"])],
+        &[
+            "--identity-token",
+            &s.token("github", &["--claims", "aud=not-sigstore"]),
+        ],
         "is for the audience `not-sigstore`, not `sigstore`",
     );
     fails(
@@ -380,7 +398,12 @@ fn keyless_failures_write_nothing() {
         "refused (",
     );
     fails(
-        &["--identity-token", &s.token("github", &[]), "--fulcio-url", &closed],
+        &[
+            "--identity-token",
+            &s.token("github", &[]),
+            "--fulcio-url",
+            &closed,
+        ],
         "cannot reach Fulcio",
     );
     // Rekor down after Fulcio certified the key: nothing in the registry.
@@ -410,7 +433,11 @@ fn keyless_failures_write_nothing() {
         format!("sha256-{}.sig", &d[7..]),
         format!("sha256-{}", &d[7..]),
     ] {
-        assert_eq!(manifest_status(&reg.addr, "app", &tag), 404, "{tag} written");
+        assert_eq!(
+            manifest_status(&reg.addr, "app", &tag),
+            404,
+            "{tag} written"
+        );
     }
 }
 
@@ -524,7 +551,12 @@ fn github_actions_token_flow() {
     let home = tmp.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let mut server = Command::new("python3")
-        .args(["-c", ACTIONS_SERVER, s.var("OIDC_ISSUER_URL"), "runner-secret"])
+        .args([
+            "-c",
+            ACTIONS_SERVER,
+            s.var("OIDC_ISSUER_URL"),
+            "runner-secret",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

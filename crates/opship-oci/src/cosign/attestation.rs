@@ -139,7 +139,8 @@ pub async fn attest(
     let body = statement(&identity_of(reference), digest, predicate);
     let predicate_digest = Digest::of(&serde_json::to_vec(&predicate.json).unwrap_or_default());
     if format == Format::Bundle {
-        let prepared = bundle::prepare(registry, reference, digest, Some(key.public()), &body).await?;
+        let prepared =
+            bundle::prepare(registry, reference, digest, Some(key.public()), &body).await?;
         let added = prepared.existing.is_none();
         let location = bundle::attach(
             registry,

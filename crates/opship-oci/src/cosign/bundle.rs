@@ -231,7 +231,11 @@ pub async fn prepare(
     let mut existing = None;
     // Keyless signatures are never equal to one there (each has its own certificate): cosign
     // 3 adds a bundle on every sign, and so does opship without a key.
-    let entries = if key.is_some() { &listing.entries[..] } else { &[] };
+    let entries = if key.is_some() {
+        &listing.entries[..]
+    } else {
+        &[]
+    };
     for e in entries {
         let Ok(m) = &e.manifest else { continue };
         let Some(layer) = m.layers.iter().find(|l| l.media_type == BUNDLE_MEDIA) else {
@@ -274,7 +278,15 @@ pub async fn attach(
     }
     let env = Envelope::sign(PAYLOAD_TYPE, statement, key)?;
     let bundle = wrap(&env, key.public())?;
-    attach_bundle(registry, reference, digest, bundle, predicate_type, prepared).await
+    attach_bundle(
+        registry,
+        reference,
+        digest,
+        bundle,
+        predicate_type,
+        prepared,
+    )
+    .await
 }
 
 /// Attaches signed `bundle` bytes (of `predicate_type`) as a referrer of `digest`, after

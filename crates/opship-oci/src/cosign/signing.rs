@@ -337,9 +337,11 @@ pub async fn existing_format(
     }
     let listing = super::referrers::list(registry, reference, digest, true).await?;
     let bundles = listing.entries.iter().any(|e| {
-        e.manifest
-            .as_ref()
-            .is_ok_and(|m| m.layers.iter().any(|l| l.media_type == bundle::BUNDLE_MEDIA))
+        e.manifest.as_ref().is_ok_and(|m| {
+            m.layers
+                .iter()
+                .any(|l| l.media_type == bundle::BUNDLE_MEDIA)
+        })
     });
     Ok(bundles.then_some(Format::Cosign3))
 }

@@ -114,11 +114,14 @@ fn parse_answer(
     let bad = |why: String| Error::Keyless(format!("Fulcio at {url}: {why}"));
     let v: serde_json::Value =
         serde_json::from_slice(answer).map_err(|_| bad("the answer is not JSON".into()))?;
-    let certs = ["signedCertificateEmbeddedSct", "signedCertificateDetachedSct"]
-        .iter()
-        .find_map(|k| v.pointer(&format!("/{k}/chain/certificates")))
-        .and_then(|c| c.as_array())
-        .ok_or_else(|| bad("the answer holds no certificate chain".into()))?;
+    let certs = [
+        "signedCertificateEmbeddedSct",
+        "signedCertificateDetachedSct",
+    ]
+    .iter()
+    .find_map(|k| v.pointer(&format!("/{k}/chain/certificates")))
+    .and_then(|c| c.as_array())
+    .ok_or_else(|| bad("the answer holds no certificate chain".into()))?;
     let mut der = Vec::new();
     for pem in certs {
         let pem = pem

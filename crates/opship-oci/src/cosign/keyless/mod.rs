@@ -85,8 +85,7 @@ impl Session {
             options.timeout
         };
         let services = Services::resolve(&options.overrides)?;
-        let token =
-            token::obtain(options.identity_token.as_deref(), &options.env, timeout).await?;
+        let token = token::obtain(options.identity_token.as_deref(), &options.env, timeout).await?;
         let key = PrivateKey::generate()?;
         let fulcio_service = http::Service::new("Fulcio", timeout)?;
         let chain = fulcio::certificate(&fulcio_service, &services.fulcio, &token, &key).await?;
@@ -244,7 +243,11 @@ impl Session {
     fn annotate(&self, notes: &mut std::collections::BTreeMap<String, String>, signed: &Signed) {
         notes.insert(CERTIFICATE_ANNOTATION.to_owned(), self.chain.leaf_pem());
         notes.insert(CHAIN_ANNOTATION.to_owned(), self.chain.rest_pem());
-        if let Some(b) = signed.logged.as_ref().and_then(|l| l.cosign2_bundle.clone()) {
+        if let Some(b) = signed
+            .logged
+            .as_ref()
+            .and_then(|l| l.cosign2_bundle.clone())
+        {
             notes.insert(REKOR_BUNDLE_ANNOTATION.to_owned(), b);
         }
         if let Some(t) = &signed.timestamp {

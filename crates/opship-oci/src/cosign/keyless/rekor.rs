@@ -58,7 +58,12 @@ fn hex_to_b64(hex: &str) -> Option<String> {
 }
 
 /// Logs `entry`, signed by the holder of `cert_der`, in `log`.
-pub async fn log(service: &Service, log: &Tlog, entry: &Entry<'_>, cert_der: &[u8]) -> Result<Logged> {
+pub async fn log(
+    service: &Service,
+    log: &Tlog,
+    entry: &Entry<'_>,
+    cert_der: &[u8],
+) -> Result<Logged> {
     let signature = match entry {
         Entry::HashedRekord { signature, .. } | Entry::Dsse { signature, .. } => *signature,
     };
@@ -115,7 +120,11 @@ pub async fn log(service: &Service, log: &Tlog, entry: &Entry<'_>, cert_der: &[u
     let logged = if log.version == 2 {
         let index = v
             .get("logIndex")
-            .map(|i| i.as_str().map(str::to_owned).unwrap_or_else(|| i.to_string()))
+            .map(|i| {
+                i.as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| i.to_string())
+            })
             .unwrap_or_else(|| "0".into());
         Logged {
             entry: v,

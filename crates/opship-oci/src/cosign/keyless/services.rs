@@ -68,9 +68,7 @@ fn stamp(t: &str) -> String {
 /// Whether a service entry is valid now (its `validFor` window).
 fn valid_now(entry: &serde_json::Value, now: &str) -> bool {
     let window = entry.get("validFor");
-    let start = window
-        .and_then(|w| w.get("start"))
-        .and_then(|s| s.as_str());
+    let start = window.and_then(|w| w.get("start")).and_then(|s| s.as_str());
     let end = window.and_then(|w| w.get("end")).and_then(|s| s.as_str());
     start.is_none_or(|s| stamp(s).as_str() <= now) && end.is_none_or(|e| now < stamp(e).as_str())
 }

@@ -211,14 +211,17 @@ impl TokenEnv {
 
 /// The token: `--identity-token` (an existing file is read, anything else is the token),
 /// else `SIGSTORE_ID_TOKEN`, else GitHub Actions' request URL (audience `sigstore`).
-pub async fn obtain(flag: Option<&str>, env: &TokenEnv, timeout: Duration) -> Result<IdentityToken> {
+pub async fn obtain(
+    flag: Option<&str>,
+    env: &TokenEnv,
+    timeout: Duration,
+) -> Result<IdentityToken> {
     if let Some(f) = flag {
         let path = Path::new(f);
         if path.exists() {
             let text = Zeroizing::new(
-                opship_core::input::read_string(path, opship_core::input::Kind::Secret).map_err(
-                    |e| Error::Keyless(format!("--identity-token {e}")),
-                )?,
+                opship_core::input::read_string(path, opship_core::input::Kind::Secret)
+                    .map_err(|e| Error::Keyless(format!("--identity-token {e}")))?,
             );
             return IdentityToken::parse(&text, Source::File(path.display().to_string()));
         }
@@ -279,8 +282,10 @@ mod tests {
     fn claims_and_refusals() {
         let exp = now() + 600;
         let t = IdentityToken::parse(
-            &jwt(serde_json::json!({"iss":"https://i","sub":"repo:a/b","aud":"sigstore","exp":exp,
-                "job_workflow_ref":"a/b/.github/workflows/r.yml@refs/heads/main"})),
+            &jwt(
+                serde_json::json!({"iss":"https://i","sub":"repo:a/b","aud":"sigstore","exp":exp,
+                "job_workflow_ref":"a/b/.github/workflows/r.yml@refs/heads/main"}),
+            ),
             Source::Argument,
         )
         .unwrap();
@@ -295,7 +300,10 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("SIGSTORE_ID_TOKEN is for the audience `x`"), "{e}");
+        assert!(
+            e.contains("SIGSTORE_ID_TOKEN is for the audience `x`"),
+            "{e}"
+        );
         let e = IdentityToken::parse(
             &jwt(serde_json::json!({"iss":"https://i","sub":"s","aud":"sigstore","exp":10})),
             Source::Argument,

@@ -67,7 +67,11 @@ fn nonce() -> [u8; 8] {
 
 /// The timestamp token out of a `TimeStampResp`, after checking its status and that it
 /// stamps `imprint` with `nonce`.
-pub fn token_of(answer: &[u8], imprint: &[u8], nonce: &[u8]) -> std::result::Result<Vec<u8>, String> {
+pub fn token_of(
+    answer: &[u8],
+    imprint: &[u8],
+    nonce: &[u8],
+) -> std::result::Result<Vec<u8>, String> {
     let (tag, resp, _) = tlv(answer).ok_or("the answer is not DER")?;
     if tag != 0x30 {
         return Err("the answer is not a TimeStampResp".into());
@@ -149,8 +153,14 @@ mod tests {
                 .unwrap_err()
                 .contains("message imprint")
         );
-        let refused = [0x30, 0x0b, 0x30, 0x09, 0x02, 0x01, 0x02, 0x30, 0x04, 0x0c, 0x02, b'n', b'o'];
-        assert!(token_of(&refused, &[7; 32], &[1; 8]).unwrap_err().contains("PKIStatus 2: no"));
+        let refused = [
+            0x30, 0x0b, 0x30, 0x09, 0x02, 0x01, 0x02, 0x30, 0x04, 0x0c, 0x02, b'n', b'o',
+        ];
+        assert!(
+            token_of(&refused, &[7; 32], &[1; 8])
+                .unwrap_err()
+                .contains("PKIStatus 2: no")
+        );
         assert!(token_of(b"x", &[7; 32], &[1; 8]).is_err());
     }
 }
