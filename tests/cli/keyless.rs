@@ -44,13 +44,12 @@ fn stack() -> &'static Stack {
             dir = dir.display(),
             base = base.display(),
         );
-        Command::new("sh")
-            .args(["-c", &script])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
+        // Detached: the outer shell returns at once, the watcher outlives this process.
+        let status = Command::new("sh")
+            .args(["-c", &format!("( {script} ) >/dev/null 2>&1 </dev/null &")])
+            .status()
             .expect("stack watcher");
+        assert!(status.success());
         let text = std::fs::read_to_string(dir.join("env")).unwrap();
         let env = text
             .lines()

@@ -355,38 +355,6 @@ pub async fn verify(
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn types_and_statement() {
-        assert_eq!(
-            predicate_type("slsaprovenance1").unwrap(),
-            "https://slsa.dev/provenance/v1"
-        );
-        assert_eq!(
-            predicate_type("https://x.dev/p").unwrap(),
-            "https://x.dev/p"
-        );
-        assert!(predicate_type("sbom").is_err());
-        let p = Predicate::from_bytes(br#"{"b":1,"a":2}"#, "custom", "p.json").unwrap();
-        let d = Digest::of(b"i");
-        let s = String::from_utf8(statement("r/x", &d, &p)).unwrap();
-        assert!(s.ends_with(r#""predicate":{"b":1,"a":2}}"#), "{s}");
-        let key = PrivateKey::generate().unwrap();
-        let env = Envelope::sign(PAYLOAD_TYPE, s.as_bytes(), &key).unwrap();
-        let st = bundle::open_envelope(&env, key.public(), &d).unwrap();
-        assert_eq!(st.predicate_type, p.type_uri);
-        assert!(
-            Predicate::from_bytes(b"{\n x", "custom", "p.json")
-                .unwrap_err()
-                .to_string()
-                .contains("p.json: the predicate is not JSON")
-        );
-    }
-}
-
 /// Attests `digest` keylessly in `format` (cosign 3: a Sigstore bundle referrer; cosign 2:
 /// a `.att` layer with the certificate annotations). Everything from the services is
 /// obtained before the registry is written.
@@ -451,4 +419,36 @@ pub async fn attest_keyless(
         added: true,
         predicate_digest,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn types_and_statement() {
+        assert_eq!(
+            predicate_type("slsaprovenance1").unwrap(),
+            "https://slsa.dev/provenance/v1"
+        );
+        assert_eq!(
+            predicate_type("https://x.dev/p").unwrap(),
+            "https://x.dev/p"
+        );
+        assert!(predicate_type("sbom").is_err());
+        let p = Predicate::from_bytes(br#"{"b":1,"a":2}"#, "custom", "p.json").unwrap();
+        let d = Digest::of(b"i");
+        let s = String::from_utf8(statement("r/x", &d, &p)).unwrap();
+        assert!(s.ends_with(r#""predicate":{"b":1,"a":2}}"#), "{s}");
+        let key = PrivateKey::generate().unwrap();
+        let env = Envelope::sign(PAYLOAD_TYPE, s.as_bytes(), &key).unwrap();
+        let st = bundle::open_envelope(&env, key.public(), &d).unwrap();
+        assert_eq!(st.predicate_type, p.type_uri);
+        assert!(
+            Predicate::from_bytes(b"{\n x", "custom", "p.json")
+                .unwrap_err()
+                .to_string()
+                .contains("p.json: the predicate is not JSON")
+        );
+    }
 }
