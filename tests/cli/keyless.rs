@@ -12,9 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use crate::support_registry::{
-    TestRegistry, free_port, http_get, isolated, manifest_status, ok, require,
-};
+use crate::support_registry::{TestRegistry, free_port, isolated, manifest_status, ok, require};
 use crate::{Run, repo, run};
 
 /// A running stack: its directory and the variables of `DIR/env`.
@@ -303,9 +301,9 @@ fn keyless_sign_and_attest_verified_by_cosign() {
     );
 
     // The log holds the entries: the bundle's log index is below Rekor's checkpoint size.
-    let (status, checkpoint) =
-        http_get(&s.var("REKOR_URL")[7..], "/api/v2/checkpoint", &[]).expect("rekor checkpoint");
-    assert_eq!(status, 200, "{checkpoint}");
+    // rekor-tiles (POSIX storage) publishes its checkpoint as a file of the tile tree, which
+    // is what a static file server would serve; its HTTP read API answers 501.
+    let checkpoint = std::fs::read_to_string(s.dir.join("rekor-tiles/checkpoint")).unwrap();
     let size: u64 = checkpoint
         .lines()
         .nth(1)

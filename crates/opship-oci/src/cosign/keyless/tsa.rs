@@ -1,7 +1,7 @@
 //! RFC 3161 timestamps of signatures (what sigstore-go and cosign 3 put in
 //! `timestampVerificationData.rfc3161Timestamps`): a `TimeStampReq` over SHA-256 of the
 //! signature bytes with a nonce and `certReq`, POSTed as `application/timestamp-query`; the
-//! answer's `timeStampToken` (a CMS `ContentInfo`) is kept as it came. Checked here: the
+//! answer (`TimeStampResp`: status and CMS token) is kept as it came. Checked here: the
 //! status is granted and the token carries our message imprint and nonce; its signature and
 //! chain are the verification core's.
 
@@ -111,7 +111,7 @@ pub fn token_of(
     Ok(token.to_vec())
 }
 
-/// Timestamps `signature` at the TSA endpoint `url`; the DER timestamp token.
+/// Timestamps `signature` at the TSA endpoint `url`; the DER `TimeStampResp`, checked.
 pub async fn timestamp(service: &Service, url: &str, signature: &[u8]) -> Result<Vec<u8>> {
     let mut imprint = [0u8; 32];
     imprint.copy_from_slice(&Sha256::digest(signature));
@@ -129,7 +129,9 @@ pub async fn timestamp(service: &Service, url: &str, signature: &[u8]) -> Result
     )
     .await?;
     token_of(&answer, &imprint, &nonce)
-        .map_err(|why| Error::Keyless(format!("timestamp authority at {url}: {why}")))
+        .map_err(|why| Error::Keyless(format!("timestamp authority at {url}: {why}")))?;
+    // Bundles and cosign 2's annotation carry the whole TimeStampResp (status and token).
+    Ok(answer)
 }
 
 #[cfg(test)]
