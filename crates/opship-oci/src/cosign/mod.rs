@@ -15,6 +15,7 @@ pub mod manifest;
 pub mod payload;
 pub mod provenance;
 pub mod referrers;
+pub mod sigstore;
 pub mod signing;
 pub mod verification;
 
