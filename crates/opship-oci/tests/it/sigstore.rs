@@ -1,7 +1,7 @@
 //! The transparency-log layer of keyless verification against the Sigstore conformance
 //! suite's real bundles (`../shared/sigstore-conformance/bundle-verify`): every bundle that
-//! must verify has inclusion proofs and checkpoints that check out against its trusted root,
-//! and every case that must fail for a trust-root, log, proof or checkpoint reason is refused
+//! must verify has inclusion proofs, checkpoints and inclusion promises that check out against its trusted root,
+//! and every case that must fail for a trust-root, log, proof, checkpoint or promise reason is refused
 //! here with that reason.
 
 use std::path::PathBuf;
@@ -48,6 +48,7 @@ fn conformance_bundles_logs_proofs_and_checkpoints() {
         ("checkpoint-bad-keyhint_fail", "no signature by the log"),
         ("checkpoint-wrong-roothash_fail", "root hash"),
         ("inclusion-proof-corrupted-hash_fail", "inclusion proof: the audit path leads to"),
+        ("set-invalid-signature_fail", "inclusion promise (signed entry timestamp) does not verify"),
         ("invalid-checkpoint-signature_fail", "does not verify with the log's key"),
         ("invalid-inclusion-proof_fail", "inclusion proof"),
         ("intoto-missing-inclusion-proof_fail", "no inclusion proof"),

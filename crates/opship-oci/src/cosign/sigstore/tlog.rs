@@ -228,14 +228,51 @@ fn b64_field(v: &serde_json::Value, pointer: &str) -> Result<Vec<u8>, String> {
         .map_err(|e| format!("tlog entry: `{}` is not base64 ({e})", &pointer[1..]))
 }
 
+/// What [`verify_entry`] established about a log entry.
+#[derive(Debug, Clone)]
+pub struct VerifiedEntry<'r> {
+    /// The log that holds it.
+    pub log: &'r TransparencyLog,
+    /// The entry body (`canonicalizedBody`, decoded): for the caller to match with the
+    /// signature, certificate and artifact.
+    pub body: Vec<u8>,
+    /// Rekor v1's integrated time (Unix seconds), when a verified inclusion promise signs it.
+    pub integrated_time: Option<i64>,
+}
+
+/// Checks Rekor v1's inclusion promise (signed entry timestamp): the log's signature over the
+/// canonical JSON of body, integrated time, log ID (hex) and log index.
+pub fn verify_promise(
+    log: &TransparencyLog,
+    body_b64: &str,
+    integrated_time: i64,
+    log_index: u64,
+    set: &[u8],
+) -> Result<(), String> {
+    let log_id: String = log.log_id.iter().map(|b| format!("{b:02x}")).collect();
+    let canonical = format!(
+        r#"{{"body":"{body_b64}","integratedTime":{integrated_time},"logID":"{log_id}","logIndex":{log_index}}}"#
+    );
+    if log.key.verifies(canonical.as_bytes(), set) {
+        Ok(())
+    } else {
+        Err(format!(
+            "tlog entry: the inclusion promise (signed entry timestamp) does not verify with the \
+             key of {}",
+            log.base_url
+        ))
+    }
+}
+
 /// Checks a Sigstore bundle's `tlogEntries[]` item against the logs of `root`: the log is
 /// known by its log ID, the inclusion proof leads from the entry's canonicalized body to the
-/// proof's root, and the checkpoint is signed by that log and names the same tree. Returns the
-/// log. (The body's match with the artifact, and the time checks, are the caller's.)
+/// proof's root, the checkpoint is signed by that log and names the same tree, and an
+/// inclusion promise, when there is one, is the log's signature. (The body's match with the
+/// artifact, and the time checks, are the caller's.)
 pub fn verify_entry<'r>(
     entry: &serde_json::Value,
     root: &'r TrustedRoot,
-) -> Result<&'r TransparencyLog, String> {
+) -> Result<VerifiedEntry<'r>, String> {
     let log_index = u64_field(entry, "logIndex")?;
     let log_id = b64_field(entry, "/logId/keyId")?;
     let log = root.tlog(&log_id).ok_or_else(|| {
@@ -270,16 +307,34 @@ pub fn verify_entry<'r>(
         root_hash: b64_field(p, "/rootHash")?,
         hashes,
     };
-    // Rekor v1 numbers entries across shards (logIndex) but proves them within the shard
-    // (inclusionProof.logIndex); Rekor v2 uses one number. Only the proof's index is hashed.
-    let _ = log_index;
+    // Rekor v1 numbers entries across shards (logIndex, which the promise signs) but proves
+    // them within the shard (inclusionProof.logIndex); Rekor v2 uses one number.
     proof.verify(&leaf_hash(&body))?;
     let note = p
         .pointer("/checkpoint/envelope")
         .and_then(serde_json::Value::as_str)
         .ok_or("tlog entry: the inclusion proof has no checkpoint")?;
     Checkpoint::parse(note)?.verify_for(log, &proof)?;
-    Ok(log)
+    let integrated_time = match entry.pointer("/inclusionPromise/signedEntryTimestamp") {
+        Some(_) => {
+            let set = b64_field(entry, "/inclusionPromise/signedEntryTimestamp")?;
+            let time = u64_field(entry, "integratedTime")?;
+            let time = i64::try_from(time)
+                .map_err(|_| "tlog entry: `integratedTime` is out of range".to_owned())?;
+            let body_b64 = entry
+                .get("canonicalizedBody")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default();
+            verify_promise(log, body_b64, time, log_index, &set)?;
+            Some(time)
+        }
+        None => None,
+    };
+    Ok(VerifiedEntry {
+        log,
+        body,
+        integrated_time,
+    })
 }
 
 #[cfg(test)]
