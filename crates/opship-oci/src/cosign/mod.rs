@@ -15,8 +15,8 @@ pub mod manifest;
 pub mod payload;
 pub mod provenance;
 pub mod referrers;
-pub mod sigstore;
 pub mod signing;
+pub mod sigstore;
 pub mod verification;
 
 pub use key::{EncryptedKey, PrivateKey, PublicKey};

@@ -117,9 +117,9 @@ impl Checkpoint {
             return Err("checkpoint: the first line (origin) is empty".into());
         }
         let size = lines.next().unwrap_or_default();
-        let tree_size = size.parse::<u64>().map_err(|_| {
-            format!("checkpoint: line 2 should be the tree size, found `{size}`")
-        })?;
+        let tree_size = size
+            .parse::<u64>()
+            .map_err(|_| format!("checkpoint: line 2 should be the tree size, found `{size}`"))?;
         let root = lines.next().unwrap_or_default();
         let root_hash = STANDARD
             .decode(root)
@@ -130,9 +130,9 @@ impl Checkpoint {
             })?;
         let mut signatures = Vec::new();
         for line in sigs.lines().filter(|l| !l.is_empty()) {
-            let rest = line
-                .strip_prefix("\u{2014} ")
-                .ok_or_else(|| format!("checkpoint: `{line}` is not a signature line (`— name sig`)"))?;
+            let rest = line.strip_prefix("\u{2014} ").ok_or_else(|| {
+                format!("checkpoint: `{line}` is not a signature line (`— name sig`)")
+            })?;
             let (name, sig) = rest
                 .rsplit_once(' ')
                 .ok_or_else(|| format!("checkpoint: signature line `{line}` has no signature"))?;
@@ -392,7 +392,11 @@ mod tests {
 
     #[test]
     fn malformed_checkpoints() {
-        assert!(Checkpoint::parse("o\n1\n").unwrap_err().contains("blank line"));
+        assert!(
+            Checkpoint::parse("o\n1\n")
+                .unwrap_err()
+                .contains("blank line")
+        );
         assert!(
             Checkpoint::parse("o\nx\nAAAA\n\n— o AAAAAAAA\n")
                 .unwrap_err()

@@ -112,7 +112,7 @@ fn range(v: Option<&Value>, what: &str, field: &str) -> Result<TimeRange> {
         .get("start")
         .ok_or_else(|| bad(what, &format!("{field}.start"), "missing"))?;
     let start = time(start, what, &format!("{field}.start"))?;
-    let end = match v.get("end") {
+    let end = match v.get("end").filter(|e| !e.is_null()) {
         Some(e) => Some(time(e, what, &format!("{field}.end"))?),
         None => None,
     };
@@ -128,36 +128,45 @@ fn b64(v: Option<&Value>, what: &str, field: &str) -> Result<Vec<u8>> {
         .map_err(|e| bad(what, field, format!("not base64 ({e})")))
 }
 
-fn logs(root: &Value, key: &str, what: &str) -> Result<Vec<TransparencyLog>> {
+/// Reads `tlogs` or `ctlogs`. With `skip_bad_keys`, a log whose key is no PKIX key Sigstore
+/// uses is left out instead of failing the root (real roots carry CT keys in other encodings;
+/// an SCT naming such a log then finds no trusted log).
+fn logs(root: &Value, key: &str, what: &str, skip_bad_keys: bool) -> Result<Vec<TransparencyLog>> {
     let Some(list) = root.get(key) else {
         return Ok(Vec::new());
     };
     let list = list
         .as_array()
         .ok_or_else(|| bad(what, key, "not an array"))?;
-    list.iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let f = |s: &str| format!("{key}[{i}].{s}");
-            let base_url = l
-                .get("baseUrl")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            let pk = l
-                .get("publicKey")
-                .ok_or_else(|| bad(what, &f("publicKey"), "missing"))?;
-            let der = b64(pk.get("rawBytes"), what, &f("publicKey.rawBytes"))?;
-            let key = VerifyKey::from_spki_der(&der)
-                .map_err(|e| bad(what, &f("publicKey.rawBytes"), e))?;
-            Ok(TransparencyLog {
-                base_url,
-                log_id: b64(l.pointer("/logId/keyId"), what, &f("logId.keyId"))?,
-                key,
-                valid_for: range(pk.get("validFor"), what, &f("publicKey.validFor"))?,
-            })
+    let parsed = list.iter().enumerate().map(|(i, l)| {
+        let f = |s: &str| format!("{key}[{i}].{s}");
+        let base_url = l
+            .get("baseUrl")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let pk = l
+            .get("publicKey")
+            .ok_or_else(|| bad(what, &f("publicKey"), "missing"))?;
+        let der = b64(pk.get("rawBytes"), what, &f("publicKey.rawBytes"))?;
+        let key =
+            VerifyKey::from_spki_der(&der).map_err(|e| bad(what, &f("publicKey.rawBytes"), e))?;
+        Ok::<_, Error>(TransparencyLog {
+            base_url,
+            log_id: b64(l.pointer("/logId/keyId"), what, &f("logId.keyId"))?,
+            key,
+            valid_for: range(pk.get("validFor"), what, &f("publicKey.validFor"))?,
         })
-        .collect()
+    });
+    let mut out = Vec::new();
+    for log in parsed {
+        match log {
+            Ok(l) => out.push(l),
+            Err(e) if skip_bad_keys && e.to_string().contains("publicKey.rawBytes") => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
 }
 
 fn authorities(root: &Value, key: &str, what: &str) -> Result<Vec<CertificateAuthority>> {
@@ -182,8 +191,9 @@ fn authorities(root: &Value, key: &str, what: &str) -> Result<Vec<CertificateAut
                 .map(|(j, c)| {
                     let field = f(&format!("certChain.certificates[{j}].rawBytes"));
                     let der = b64(c.get("rawBytes"), what, &field)?;
-                    Certificate::from_der(&der)
-                        .map_err(|e| bad(what, &field, format!("not an X.509 certificate ({e})")))?;
+                    Certificate::from_der(&der).map_err(|e| {
+                        bad(what, &field, format!("not an X.509 certificate ({e})"))
+                    })?;
                     Ok(der)
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -217,8 +227,8 @@ impl TrustedRoot {
             ));
         }
         Ok(TrustedRoot {
-            tlogs: logs(&root, "tlogs", what)?,
-            ctlogs: logs(&root, "ctlogs", what)?,
+            tlogs: logs(&root, "tlogs", what, false)?,
+            ctlogs: logs(&root, "ctlogs", what, true)?,
             certificate_authorities: authorities(&root, "certificateAuthorities", what)?,
             timestamp_authorities: authorities(&root, "timestampAuthorities", what)?,
         })
@@ -233,13 +243,16 @@ impl TrustedRoot {
     /// The embedded root of the public-good instance (sigstore.dev).
     pub fn public_good() -> Self {
         // The embedded file is fixed at build time; the unit test below parses it.
-        Self::from_json(PUBLIC_GOOD.as_bytes(), "embedded public-good trusted_root.json")
-            .unwrap_or(TrustedRoot {
-                tlogs: Vec::new(),
-                ctlogs: Vec::new(),
-                certificate_authorities: Vec::new(),
-                timestamp_authorities: Vec::new(),
-            })
+        Self::from_json(
+            PUBLIC_GOOD.as_bytes(),
+            "embedded public-good trusted_root.json",
+        )
+        .unwrap_or(TrustedRoot {
+            tlogs: Vec::new(),
+            ctlogs: Vec::new(),
+            certificate_authorities: Vec::new(),
+            timestamp_authorities: Vec::new(),
+        })
     }
 
     /// The Rekor log with this log ID.
@@ -264,7 +277,11 @@ mod tests {
         assert_eq!(r.timestamp_authorities.len(), 1);
         let end = r.certificate_authorities[0].valid_for.end.unwrap();
         assert!(r.certificate_authorities[0].valid_for.contains(end));
-        assert!(!r.certificate_authorities[0].valid_for.contains(end + chrono::Duration::milliseconds(1)));
+        assert!(
+            !r.certificate_authorities[0]
+                .valid_for
+                .contains(end + chrono::Duration::milliseconds(1))
+        );
         assert_eq!(TrustedRoot::public_good().tlogs.len(), 2);
     }
 
