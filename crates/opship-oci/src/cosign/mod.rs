@@ -17,6 +17,7 @@ pub mod payload;
 pub mod provenance;
 pub mod referrers;
 pub mod signing;
+pub mod sigstore;
 pub mod verification;
 
 pub use key::{EncryptedKey, PrivateKey, PublicKey};
