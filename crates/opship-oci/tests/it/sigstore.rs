@@ -133,3 +133,220 @@ fn conformance_bundles_logs_proofs_and_checkpoints() {
     );
     assert!(passed >= 20, "{passed}");
 }
+
+/// The verdict of the whole verification on one case, with the inputs its README names.
+fn verify_case(case: &std::path::Path) -> Result<opship_oci::cosign::sigstore::Verified, String> {
+    use opship_oci::cosign::sigstore::{
+        Artifact, IdentityPolicy, Matcher, Options, Signer, VerifyKey, verify_bundle,
+    };
+    let root = match std::fs::read(case.join("trusted_root.json")) {
+        Ok(bytes) => {
+            TrustedRoot::from_json(&bytes, "trusted_root.json").map_err(|e| e.to_string())?
+        }
+        Err(_) => TrustedRoot::public_good(),
+    };
+    let bundle = std::fs::read(case.join("bundle.sigstore.json")).map_err(|e| e.to_string())?;
+    let artifact = std::fs::read(case.join("artifact"))
+        .or_else(|_| std::fs::read(case.join("../a.txt")))
+        .map_err(|e| e.to_string())?;
+    let read = |f: &str, default: &str| {
+        std::fs::read_to_string(case.join(f))
+            .map(|s| s.trim().to_owned())
+            .unwrap_or_else(|_| default.to_owned())
+    };
+    let signer = match std::fs::read(case.join("key.pub")) {
+        Ok(pem) => Signer::Key(VerifyKey::from_pem(&pem)?),
+        Err(_) => Signer::Identity(IdentityPolicy {
+            subject: Some(Matcher::Exact(read(
+                "identity",
+                "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main",
+            ))),
+            issuer: Some(Matcher::Exact(read(
+                "issuer",
+                "https://token.actions.githubusercontent.com",
+            ))),
+            claims: Vec::new(),
+        }),
+    };
+    verify_bundle(
+        &bundle,
+        Artifact::Bytes(&artifact),
+        &signer,
+        &root,
+        Options::default(),
+    )
+}
+
+#[test]
+fn conformance_every_case_verifies_or_is_refused() {
+    let dir = conformance().join("bundle-verify");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    // Each refusal's reason, as the conformance README for the case states it.
+    let reasons: &[(&str, &str)] = &[
+        (
+            "bundle-empty-certificate-chain_fail",
+            "certificate chain is empty",
+        ),
+        (
+            "bundle-from-wrong-instance_fail",
+            "is not a transparency log of the trusted root",
+        ),
+        (
+            "bundle-invalid-base64-signature_fail",
+            "`signature` is not base64",
+        ),
+        ("bundle-malformed-json_fail", "not JSON"),
+        (
+            "bundle-negative-log-index_fail",
+            "not a non-negative integer",
+        ),
+        ("bundle-unknown-version_fail", "unsupported media type"),
+        ("bundle-with-root-cert_fail", "self-signed root"),
+        ("checkpoint-bad-keyhint_fail", "no signature by the log"),
+        (
+            "checkpoint-wrong-roothash_fail",
+            "differs from the inclusion proof's",
+        ),
+        ("dsse-invalid-sig_fail", "DSSE signature does not verify"),
+        ("dsse-mismatch-envelope_fail", "records another payload"),
+        ("dsse-mismatch-sig_fail", "records another signature"),
+        ("inclusion-proof-corrupted-hash_fail", "audit path leads to"),
+        ("incorrect-public-key_fail", "audit path leads to"),
+        (
+            "integrated-time-in-future_fail",
+            "(integrated time in https://rekor.sigstore.dev) is outside its validity",
+        ),
+        ("intoto-expired-certificate_fail", "outside its validity"),
+        (
+            "intoto-log-entry-mismatch_fail",
+            "intoto 0.0.2 entry records another",
+        ),
+        ("intoto-missing-inclusion-proof_fail", "no inclusion proof"),
+        (
+            "intoto-set-outside-signing-cert-validity_fail",
+            "(integrated time in http://localhost:8000) is outside its validity",
+        ),
+        (
+            "intoto-tsa-timestamp-outside-cert-validity_fail",
+            "(timestamp by http://localhost:8000) is outside its validity",
+        ),
+        (
+            "invalid-checkpoint-signature_fail",
+            "does not verify with the log's key",
+        ),
+        ("invalid-ct-key_fail", "no valid SCT"),
+        ("invalid-inclusion-proof_fail", "audit path leads to"),
+        ("managed-key-no-key_fail", "signed with a key"),
+        (
+            "managed-key-wrong-key_fail",
+            "PUBLIC KEY block is not valid base64",
+        ),
+        ("message-digest-mismatch_fail", "message digest a1cfc7"),
+        (
+            "rekor2-checkpoint-missing-log-signature_fail",
+            "no signature lines",
+        ),
+        (
+            "rekor2-checkpoint-missing-origin_fail",
+            "line 2 should be the tree size",
+        ),
+        (
+            "rekor2-checkpoint-missing-root-hash_fail",
+            "line 3 should be a base64",
+        ),
+        (
+            "rekor2-checkpoint-missing-size_fail",
+            "line 2 should be the tree size",
+        ),
+        (
+            "rekor2-checkpoint-no-matching-signature_fail",
+            "no signature by the log",
+        ),
+        (
+            "rekor2-dsse-invalid-sig_fail",
+            "DSSE signature does not verify",
+        ),
+        (
+            "rekor2-dsse-mismatch-envelope_fail",
+            "records another artifact digest",
+        ),
+        ("rekor2-dsse-mismatch-sig_fail", "records another signature"),
+        ("rekor2-no-inclusion-proof_fail", "no inclusion proof"),
+        ("rekor2-no-timestamp_fail", "no verified signing time"),
+        (
+            "rekor2-timestamp-outside-trust-root-tsa-validity_fail",
+            "outside the window the trusted root gives",
+        ),
+        (
+            "rekor2-timestamp-outside-tsa-cert-validity_fail",
+            "validity of the authority's certificate",
+        ),
+        (
+            "rekor2-timestamp-payload-mismatch_fail",
+            "message imprint is not the digest",
+        ),
+        (
+            "rekor2-timestamp-untrusted-tsa-with-embedded-cert_fail",
+            "not signed by any timestamp authority",
+        ),
+        (
+            "rekor2-timestamp-untrusted-tsa-without-embedded-cert_fail",
+            "not signed by any timestamp authority",
+        ),
+        (
+            "rekor2-timestamp-with-incorrect-time_fail",
+            "(timestamp by https://timestamp.sigstage.dev/api/v1/timestamp) is outside its validity",
+        ),
+        (
+            "set-invalid-signature_fail",
+            "inclusion promise (signed entry timestamp) does not verify",
+        ),
+        (
+            "signature-mismatch_fail",
+            "signature does not verify over the artifact",
+        ),
+        (
+            "trust-root-tlog-missing-validity-start_fail",
+            "validFor.start: missing",
+        ),
+        (
+            "wrong-hashedrekord-artifact_fail",
+            "records another artifact digest",
+        ),
+        (
+            "wrong-hashedrekord-cert-and-sig_fail",
+            "records another signature",
+        ),
+        (
+            "wrong-hashedrekord-entry_fail",
+            "records another artifact digest",
+        ),
+        ("wrong-material_fail", "is not the artifact's sha256"),
+    ];
+    let mut wrong = Vec::new();
+    for name in &names {
+        let verdict = verify_case(&dir.join(name));
+        match (name.ends_with("_fail"), verdict) {
+            (true, Ok(_)) => wrong.push(format!("{name}: verified, must be refused")),
+            (false, Err(e)) => wrong.push(format!("{name}: refused ({e}), must verify")),
+            (true, Err(e)) => match reasons.iter().find(|(n, _)| n == name) {
+                Some((_, r)) if e.contains(r) => {}
+                Some((_, r)) => wrong.push(format!("{name}: refused for `{e}`, expected `{r}`")),
+                None => wrong.push(format!("{name}: refused ({e}) with no expected reason")),
+            },
+            (false, Ok(v)) => assert!(!v.times.is_empty(), "{name}: no signing time"),
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(names.len() >= 70);
+    assert_eq!(
+        reasons.len(),
+        names.iter().filter(|n| n.ends_with("_fail")).count()
+    );
+}
