@@ -170,6 +170,12 @@ did (the reason for each is printed), 2 usage or runtime error.\n\nExamples:\n  
         after_help = "Checks each attestation (`.att` layers, Sigstore bundle and DSSE referrers): the DSSE signature with the key, the statement's subject against the image digest, and with --type its predicate type. Exit status: 0 at least one attestation verified, 1 none did (the reason for each is printed), 2 usage or runtime error.\n\nExamples:\n  opship verify-attestation --key cosign.pub --type slsaprovenance1 quay.io/example/bundle:v0.3.0\n  opship verify-attestation --key cosign.pub -o json quay.io/example/bundle:v0.3.0"
     )]
     VerifyAttestation(VerifyAttestationArgs),
+    /// Verify a Sigstore bundle over a file (cosign's `verify-blob`): keyless by identity, or
+    /// with a key.
+    #[command(
+        after_help = "Checks the bundle (v0.1 to v0.3, message signature or DSSE envelope): the signature over the file, the transparency-log entries (inclusion proof, checkpoint, promise) and their match with the signature, the signing time (Rekor integrated time or RFC 3161 timestamp), the certificate's chain to the trusted root's Fulcio, its validity at that time, its SCT, and the identity policy. Exit status: 0 verified, 1 refused (the reason is printed), 2 usage or runtime error.\n\nExamples:\n  opship verify-blob --bundle a.txt.sigstore.json --certificate-identity https://github.com/example/op/.github/workflows/release.yml@refs/tags/v1.0.0 --certificate-oidc-issuer https://token.actions.githubusercontent.com a.txt\n  opship verify-blob --bundle a.txt.sigstore.json --key cosign.pub --trusted-root trusted_root.json a.txt"
+    )]
+    VerifyBlob(VerifyBlobArgs),
     /// Print a shell completion script (generated from these command definitions).
     #[command(after_help = "Examples:
   # bash, for the current shell and for every new one:
@@ -920,6 +926,71 @@ pub struct VerifyArgs {
     pub registry: RegistryArgs,
     #[command(flatten)]
     pub limits: DeadlineArgs,
+}
+
+/// Who must have signed a keyless signature (cosign's flags).
+#[derive(Debug, Clone, Args, Default)]
+pub struct CertificateIdentityArgs {
+    /// The certificate's identity (email or URI SAN), exactly.
+    #[arg(
+        long,
+        value_name = "ID",
+        conflicts_with = "certificate_identity_regexp"
+    )]
+    pub certificate_identity: Option<String>,
+    /// A regular expression the identity must match (unanchored, as cosign's).
+    #[arg(long, value_name = "RE")]
+    pub certificate_identity_regexp: Option<String>,
+    /// The OIDC issuer Fulcio recorded, exactly.
+    #[arg(
+        long,
+        value_name = "URL",
+        conflicts_with = "certificate_oidc_issuer_regexp"
+    )]
+    pub certificate_oidc_issuer: Option<String>,
+    /// A regular expression the OIDC issuer must match.
+    #[arg(long, value_name = "RE")]
+    pub certificate_oidc_issuer_regexp: Option<String>,
+    /// GitHub Actions: the repository (`owner/repo`) the workflow ran in.
+    #[arg(long, value_name = "OWNER/REPO")]
+    pub certificate_github_workflow_repository: Option<String>,
+    /// GitHub Actions: the git ref the workflow ran for.
+    #[arg(long, value_name = "REF")]
+    pub certificate_github_workflow_ref: Option<String>,
+    /// GitHub Actions: the commit the workflow ran for.
+    #[arg(long, value_name = "SHA")]
+    pub certificate_github_workflow_sha: Option<String>,
+    /// GitHub Actions: the event that triggered the workflow.
+    #[arg(long, value_name = "EVENT")]
+    pub certificate_github_workflow_trigger: Option<String>,
+    /// GitHub Actions: the workflow's name.
+    #[arg(long, value_name = "NAME")]
+    pub certificate_github_workflow_name: Option<String>,
+}
+
+/// `opship verify-blob`.
+#[derive(Debug, Clone, Args)]
+pub struct VerifyBlobArgs {
+    /// The Sigstore bundle (`.sigstore.json`).
+    #[arg(long, value_name = "FILE")]
+    pub bundle: PathBuf,
+    /// Verify with this public key (PEM) instead of a certificate identity.
+    #[arg(long, value_name = "PUB", conflicts_with_all = ["certificate_identity", "certificate_identity_regexp"])]
+    pub key: Option<PathBuf>,
+    #[command(flatten)]
+    pub identity: CertificateIdentityArgs,
+    /// cosign 3's trusted_root.json (default: the public-good Sigstore root, embedded).
+    #[arg(long, value_name = "FILE")]
+    pub trusted_root: Option<PathBuf>,
+    /// Accept a bundle without a checked transparency-log entry (said on standard error).
+    #[arg(long)]
+    pub insecure_ignore_tlog: bool,
+    /// Accept a certificate without a checked SCT (said on standard error).
+    #[arg(long)]
+    pub insecure_ignore_sct: bool,
+    /// The signed file.
+    #[arg(value_name = "ARTIFACT")]
+    pub artifact: PathBuf,
 }
 
 #[cfg(test)]

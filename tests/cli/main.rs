@@ -27,6 +27,7 @@ mod sign;
 mod support_registry;
 mod token_auth;
 mod validate;
+mod verify_blob;
 mod workflows;
 
 use std::path::{Path, PathBuf};

@@ -568,3 +568,84 @@ pub fn verify_bundle(
         },
     })
 }
+
+/// `opship verify-blob`: the files to read and how to judge them.
+#[derive(Debug, Clone)]
+pub struct BlobRequest {
+    /// The Sigstore bundle (`--bundle`).
+    pub bundle: std::path::PathBuf,
+    /// The artifact.
+    pub artifact: std::path::PathBuf,
+    /// `--key`: verify with this public key instead of an identity.
+    pub key: Option<std::path::PathBuf>,
+    /// The identity policy (without `--key`).
+    pub policy: IdentityPolicy,
+    /// `--trusted-root` (default: the public-good root embedded).
+    pub trusted_root: Option<std::path::PathBuf>,
+    /// Checks to skip.
+    pub options: Options,
+}
+
+/// Upper bound of a bundle file (they are a few kilobytes; cosign's limit is similar).
+const MAX_BUNDLE: u64 = 16 << 20;
+
+fn read_bounded(path: &std::path::Path, limit: u64) -> crate::error::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let f = std::fs::File::open(path).map_err(|e| crate::error::Error::io(path, e))?;
+    let mut out = Vec::new();
+    f.take(limit + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| crate::error::Error::io(path, e))?;
+    if out.len() as u64 > limit {
+        return Err(crate::error::Error::Input(format!(
+            "{}: larger than {limit} bytes",
+            path.display()
+        )));
+    }
+    Ok(out)
+}
+
+/// Verifies a blob against its bundle. The outer error is a file or usage problem; the inner
+/// one the reason the bundle is refused (named after the bundle file).
+pub fn verify_blob(
+    req: &BlobRequest,
+) -> crate::error::Result<std::result::Result<Verified, String>> {
+    let root = match &req.trusted_root {
+        Some(p) => TrustedRoot::read(p)?,
+        None => TrustedRoot::public_good(),
+    };
+    let signer = match &req.key {
+        Some(p) => {
+            let pem = read_bounded(p, 1 << 20)?;
+            Signer::Key(
+                VerifyKey::from_pem(&pem).map_err(|message| crate::error::Error::Key {
+                    path: p.clone(),
+                    message,
+                })?,
+            )
+        }
+        None => {
+            if req.policy.subject.is_none() || req.policy.issuer.is_none() {
+                return Err(crate::error::Error::Input(
+                    "keyless verification needs --certificate-identity (or -regexp) and \
+                     --certificate-oidc-issuer (or -regexp), as cosign does; or pass --key"
+                        .into(),
+                ));
+            }
+            Signer::Identity(req.policy.clone())
+        }
+    };
+    let bundle = read_bounded(&req.bundle, MAX_BUNDLE)?;
+    // The artifact is hashed and, for message signatures, verified: it is read whole, as
+    // cosign does.
+    let artifact =
+        std::fs::read(&req.artifact).map_err(|e| crate::error::Error::io(&req.artifact, e))?;
+    Ok(verify_bundle(
+        &bundle,
+        Artifact::Bytes(&artifact),
+        &signer,
+        &root,
+        req.options,
+    )
+    .map_err(|e| format!("{}: {e}", req.bundle.display())))
+}
