@@ -884,9 +884,11 @@ pub struct AttestArgs {
 
 #[derive(Debug, Args)]
 pub struct VerifyAttestationArgs {
-    /// Public key (PEM `PUBLIC KEY`).
-    #[arg(long, value_name = "PUB")]
-    pub key: PathBuf,
+    /// Public key (PEM `PUBLIC KEY`); without it, keyless by the certificate identity options.
+    #[arg(long, value_name = "PUB", conflicts_with_all = ["certificate_identity", "certificate_identity_regexp"])]
+    pub key: Option<PathBuf>,
+    #[command(flatten)]
+    pub keyless: KeylessVerifyArgs,
     /// Only statements of this predicate type pass (a --type name of `attest`, or a URI).
     #[arg(long = "type", value_name = "TYPE")]
     pub kind: Option<String>,
@@ -904,9 +906,11 @@ pub struct VerifyAttestationArgs {
 
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// Public key (PEM `PUBLIC KEY`).
-    #[arg(long, value_name = "PUB")]
-    pub key: PathBuf,
+    /// Public key (PEM `PUBLIC KEY`); without it, keyless by the certificate identity options.
+    #[arg(long, value_name = "PUB", conflicts_with_all = ["certificate_identity", "certificate_identity_regexp"])]
+    pub key: Option<PathBuf>,
+    #[command(flatten)]
+    pub keyless: KeylessVerifyArgs,
     /// Annotation `key=value` the payload must carry (repeatable).
     #[arg(long = "annotation", short = 'a', value_name = "KEY=VALUE")]
     pub annotations: Vec<String>,
@@ -968,6 +972,22 @@ pub struct CertificateIdentityArgs {
     pub certificate_github_workflow_name: Option<String>,
 }
 
+/// Keyless verification (without --key): who must have signed, and the Sigstore root.
+#[derive(Debug, Clone, Args, Default)]
+pub struct KeylessVerifyArgs {
+    #[command(flatten)]
+    pub identity: CertificateIdentityArgs,
+    /// cosign 3's trusted_root.json (default: the public-good Sigstore root, embedded).
+    #[arg(long, value_name = "FILE")]
+    pub trusted_root: Option<PathBuf>,
+    /// Accept a signature without a checked transparency-log entry (said on standard error).
+    #[arg(long)]
+    pub insecure_ignore_tlog: bool,
+    /// Accept a certificate without a checked SCT (said on standard error).
+    #[arg(long)]
+    pub insecure_ignore_sct: bool,
+}
+
 /// `opship verify-blob`.
 #[derive(Debug, Clone, Args)]
 pub struct VerifyBlobArgs {
@@ -978,16 +998,7 @@ pub struct VerifyBlobArgs {
     #[arg(long, value_name = "PUB", conflicts_with_all = ["certificate_identity", "certificate_identity_regexp"])]
     pub key: Option<PathBuf>,
     #[command(flatten)]
-    pub identity: CertificateIdentityArgs,
-    /// cosign 3's trusted_root.json (default: the public-good Sigstore root, embedded).
-    #[arg(long, value_name = "FILE")]
-    pub trusted_root: Option<PathBuf>,
-    /// Accept a bundle without a checked transparency-log entry (said on standard error).
-    #[arg(long)]
-    pub insecure_ignore_tlog: bool,
-    /// Accept a certificate without a checked SCT (said on standard error).
-    #[arg(long)]
-    pub insecure_ignore_sct: bool,
+    pub keyless: KeylessVerifyArgs,
     /// The signed file.
     #[arg(value_name = "ARTIFACT")]
     pub artifact: PathBuf,

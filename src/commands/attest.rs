@@ -4,9 +4,9 @@
 use std::io::Write;
 
 use futures_util::stream::{self, StreamExt};
+use opship_oci::cosign::EncryptedKey;
 use opship_oci::cosign::attestation::{self, Format, Predicate};
 use opship_oci::cosign::signing;
-use opship_oci::cosign::{EncryptedKey, PublicKey};
 use opship_oci::registry::Reference;
 
 use super::registry::runtime;
@@ -118,7 +118,8 @@ pub fn attest(args: &AttestArgs) -> Result<ExitStatus, CmdError> {
 
 /// Runs `opship verify-attestation`: exit 1 unless every REF has an attestation that verifies.
 pub fn verify_attestation(args: &VerifyAttestationArgs) -> Result<ExitStatus, CmdError> {
-    let key = PublicKey::read(&args.key)?;
+    let key = super::verify_blob::verifier(args.key.as_deref(), &args.keyless)?;
+    let by = super::verify_blob::described(args.key.as_deref(), &args.keyless);
     let targets = remote_targets(&args.references)?;
     let wanted = args
         .kind
@@ -134,7 +135,7 @@ pub fn verify_attestation(args: &VerifyAttestationArgs) -> Result<ExitStatus, Cm
             .map(|(text, t)| async move {
                 let progress = progress_ref;
                 let reference = remote(t);
-                let r = attestation::verify(
+                let r = attestation::verify_with(
                     client_of(clients, reference),
                     reference,
                     key_ref,
@@ -183,7 +184,7 @@ pub fn verify_attestation(args: &VerifyAttestationArgs) -> Result<ExitStatus, Cm
             checked: report.checked.len(),
             verified,
         };
-        if !count.report(text, &report.digest, &args.key) {
+        if !count.report(text, &report.digest, &by) {
             failed += 1;
         }
     }

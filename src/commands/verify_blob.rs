@@ -5,7 +5,7 @@ use opship_oci::cosign::sigstore::verify::{self, BlobRequest};
 use opship_oci::cosign::sigstore::{GithubClaim, IdentityPolicy, Matcher, Options};
 
 use super::{CmdError, ExitStatus};
-use crate::cli::{CertificateIdentityArgs, VerifyBlobArgs};
+use crate::cli::{CertificateIdentityArgs, KeylessVerifyArgs, VerifyBlobArgs};
 
 /// The identity policy the flags describe; a bad regular expression is a usage error.
 pub fn policy(a: &CertificateIdentityArgs) -> Result<IdentityPolicy, CmdError> {
@@ -44,17 +44,69 @@ pub fn policy(a: &CertificateIdentityArgs) -> Result<IdentityPolicy, CmdError> {
     })
 }
 
+/// The checks `--insecure-*` skip.
+pub fn options(k: &KeylessVerifyArgs) -> Options {
+    Options {
+        ignore_tlog: k.insecure_ignore_tlog,
+        ignore_sct: k.insecure_ignore_sct,
+    }
+}
+
+/// The key or keyless verifier of `verify` and `verify-attestation`; the skipped checks said.
+pub fn verifier(
+    key: Option<&std::path::Path>,
+    k: &KeylessVerifyArgs,
+) -> Result<opship_oci::cosign::verification::Verifier, CmdError> {
+    let v = opship_oci::cosign::verification::Verifier::new(
+        key,
+        policy(&k.identity)?,
+        k.trusted_root.as_deref(),
+        options(k),
+    )?;
+    for s in v.skipped() {
+        super::progress::note(&format!("warning: not checked: {s}"));
+    }
+    Ok(v)
+}
+
+/// What verified, for the summary line: the key file, or the identity asked for.
+pub fn described(key: Option<&std::path::Path>, k: &KeylessVerifyArgs) -> String {
+    match key {
+        Some(p) => p.display().to_string(),
+        None => {
+            let id = &k.identity;
+            let subject = id
+                .certificate_identity
+                .clone()
+                .or_else(|| {
+                    id.certificate_identity_regexp
+                        .clone()
+                        .map(|r| format!("/{r}/"))
+                })
+                .unwrap_or_default();
+            let issuer = id
+                .certificate_oidc_issuer
+                .clone()
+                .or_else(|| {
+                    id.certificate_oidc_issuer_regexp
+                        .clone()
+                        .map(|r| format!("/{r}/"))
+                })
+                .unwrap_or_default();
+            format!("a certificate for {subject} (issuer {issuer})")
+        }
+    }
+}
+
+/// Runs `opship verify-blob`: exit 1 when the bundle is refused.
 pub fn verify_blob(args: &VerifyBlobArgs) -> Result<ExitStatus, CmdError> {
     let req = BlobRequest {
         bundle: args.bundle.clone(),
         artifact: args.artifact.clone(),
         key: args.key.clone(),
-        policy: policy(&args.identity)?,
-        trusted_root: args.trusted_root.clone(),
-        options: Options {
-            ignore_tlog: args.insecure_ignore_tlog,
-            ignore_sct: args.insecure_ignore_sct,
-        },
+        policy: policy(&args.keyless.identity)?,
+        trusted_root: args.keyless.trusted_root.clone(),
+        options: options(&args.keyless),
     };
     match verify::verify_blob(&req)? {
         Ok(v) => {

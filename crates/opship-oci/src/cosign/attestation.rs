@@ -15,6 +15,7 @@ use super::dsse::{ENVELOPE_MEDIA, Envelope, PAYLOAD_TYPE};
 use super::key::{PrivateKey, PublicKey};
 use super::manifest::{SIGNATURE_ANNOTATION, Signatures};
 use super::signing::identity_of;
+use super::verification::{Verifier, cosign2_material, sha256_bytes};
 use crate::error::{Error, Result};
 use crate::registry::{Reference, Registry};
 
@@ -250,10 +251,54 @@ fn typed(
     }
 }
 
+/// Opens a DSSE envelope layer with a key, or keylessly with the layer's cosign 2
+/// annotations.
+fn open_layer(
+    bytes: &[u8],
+    annotations: &std::collections::BTreeMap<String, String>,
+    verifier: &Verifier,
+    digest: &Digest,
+) -> std::result::Result<Statement, String> {
+    let env = Envelope::parse(bytes)?;
+    match verifier {
+        Verifier::Key(key) => bundle::open_envelope(&env, key, digest),
+        Verifier::Keyless(k) => {
+            use crate::cosign::sigstore::verify::{Cosign2Content, verify_cosign2};
+            if env.payload_type != PAYLOAD_TYPE {
+                return Err(format!(
+                    "the DSSE payload type is `{}`, not {PAYLOAD_TYPE}",
+                    env.payload_type
+                ));
+            }
+            let [signature] = env.signatures.as_slice() else {
+                return Err(format!(
+                    "the envelope has {} signatures, not one",
+                    env.signatures.len()
+                ));
+            };
+            let sha = sha256_bytes(digest)
+                .ok_or_else(|| format!("{digest}: keyless statements name sha256 digests"))?;
+            verify_cosign2(
+                cosign2_material(annotations)?,
+                Cosign2Content::Dsse {
+                    payload_type: &env.payload_type,
+                    payload: &env.payload,
+                    signature,
+                },
+                crate::cosign::sigstore::Artifact::Sha256(&sha),
+                &k.signer(),
+                &k.root,
+                k.options,
+            )?;
+            Statement::parse(&env.payload)
+        }
+    }
+}
+
 /// The DSSE envelope layers of one manifest, each opened with `key`.
 async fn judge_layers(
     registry: &Registry,
-    key: &PublicKey,
+    key: &Verifier,
     digest: &Digest,
     predicate_type: Option<&str>,
     layers: &[Descriptor],
@@ -271,9 +316,7 @@ async fn judge_layers(
         } else {
             match registry.blob(at, l).await {
                 Err(e) => Err(format!("the envelope blob cannot be fetched: {e}")),
-                Ok(bytes) => {
-                    Envelope::parse(&bytes).and_then(|env| bundle::open_envelope(&env, key, digest))
-                }
+                Ok(bytes) => open_layer(&bytes, &l.annotations, key, digest),
             }
         };
         out.push(Checked {
@@ -291,6 +334,22 @@ pub async fn verify(
     registry: &Registry,
     reference: &Reference,
     key: &PublicKey,
+    predicate_type: Option<&str>,
+) -> Result<Report> {
+    verify_with(
+        registry,
+        reference,
+        &Verifier::Key(key.clone()),
+        predicate_type,
+    )
+    .await
+}
+
+/// [`verify`] with a key or keylessly.
+pub async fn verify_with(
+    registry: &Registry,
+    reference: &Reference,
+    key: &Verifier,
     predicate_type: Option<&str>,
 ) -> Result<Report> {
     let digest = registry.resolve(reference).await?;

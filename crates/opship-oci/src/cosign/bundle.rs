@@ -17,6 +17,7 @@ use super::dsse::Envelope;
 pub use super::dsse::{PAYLOAD_TYPE, pae};
 use super::key::{PrivateKey, PublicKey};
 use super::referrers::{self, Listing, NewReferrer};
+use super::verification::{Verifier, sha256_bytes};
 use crate::error::{Error, Result};
 use crate::registry::{Reference, Registry};
 
@@ -337,6 +338,33 @@ pub struct Found {
     pub outcome: std::result::Result<Statement, String>,
 }
 
+/// Opens a bundle with a key or keylessly (the whole Sigstore verification: certificate,
+/// log entries, timestamps, identity).
+pub fn open_with(
+    bundle: &[u8],
+    verifier: &Verifier,
+    digest: &Digest,
+) -> std::result::Result<Statement, String> {
+    match verifier {
+        Verifier::Key(key) => open(bundle, key, digest),
+        Verifier::Keyless(k) => {
+            let sha = sha256_bytes(digest)
+                .ok_or_else(|| format!("{digest}: keyless bundles name sha256 digests"))?;
+            let v = crate::cosign::sigstore::verify_bundle(
+                bundle,
+                crate::cosign::sigstore::Artifact::Sha256(&sha),
+                &k.signer(),
+                &k.root,
+                k.options,
+            )?;
+            let payload = v
+                .statement
+                .ok_or("the bundle is a message signature, not a DSSE statement")?;
+            Statement::parse(&payload)
+        }
+    }
+}
+
 /// Every Sigstore bundle among the referrers of `digest` (judged by the referrer manifest's
 /// layers, whatever the index entry says), opened with `key`; other referrers are returned in
 /// `others` for the caller to judge (cosign 2's `oci-1-1` simple-signing and DSSE referrers).
@@ -344,7 +372,7 @@ pub async fn find(
     registry: &Registry,
     reference: &Reference,
     digest: &Digest,
-    key: &PublicKey,
+    key: &Verifier,
 ) -> Result<(Listing, Vec<Found>)> {
     let listing = referrers::list(registry, reference, digest, true).await?;
     let mut found = Vec::new();
@@ -356,7 +384,7 @@ pub async fn find(
             continue;
         };
         let outcome = match registry.blob(&e.reference, layer).await {
-            Ok(bytes) => open(&bytes, key, digest),
+            Ok(bytes) => open_with(&bytes, key, digest),
             Err(err) => Err(format!("the bundle blob cannot be fetched: {err}")),
         };
         found.push(Found {

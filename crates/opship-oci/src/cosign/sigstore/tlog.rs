@@ -264,6 +264,48 @@ pub fn verify_promise(
     }
 }
 
+fn known_log<'r>(
+    entry: &serde_json::Value,
+    root: &'r TrustedRoot,
+) -> Result<&'r TransparencyLog, String> {
+    let log_id = b64_field(entry, "/logId/keyId")?;
+    root.tlog(&log_id).ok_or_else(|| {
+        format!(
+            "tlog entry: log ID {} is not a transparency log of the trusted root (known: {})",
+            STANDARD.encode(&log_id),
+            root.tlogs
+                .iter()
+                .map(|l| format!("{} {}", l.base_url, STANDARD.encode(&l.log_id)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
+}
+
+/// Checks an entry that carries only Rekor v1's inclusion promise (cosign 2's
+/// `dev.sigstore.cosign/bundle` annotation): a known log signed body, time and index.
+pub fn verify_promised<'r>(
+    entry: &serde_json::Value,
+    root: &'r TrustedRoot,
+) -> Result<VerifiedEntry<'r>, String> {
+    let log_index = u64_field(entry, "logIndex")?;
+    let log = known_log(entry, root)?;
+    let body = b64_field(entry, "/canonicalizedBody")?;
+    let set = b64_field(entry, "/inclusionPromise/signedEntryTimestamp")?;
+    let time = i64::try_from(u64_field(entry, "integratedTime")?)
+        .map_err(|_| "tlog entry: `integratedTime` is out of range".to_owned())?;
+    let body_b64 = entry
+        .get("canonicalizedBody")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default();
+    verify_promise(log, body_b64, time, log_index, &set)?;
+    Ok(VerifiedEntry {
+        log,
+        body,
+        integrated_time: Some(time),
+    })
+}
+
 /// Checks a Sigstore bundle's `tlogEntries[]` item against the logs of `root`: the log is
 /// known by its log ID, the inclusion proof leads from the entry's canonicalized body to the
 /// proof's root, the checkpoint is signed by that log and names the same tree, and an

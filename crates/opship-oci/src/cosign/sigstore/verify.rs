@@ -102,6 +102,8 @@ struct Bundle {
     content: Content,
     tlog_entries: Vec<Value>,
     timestamps: Vec<Vec<u8>>,
+    /// cosign 2's Rekor bundle: an inclusion promise without a proof.
+    promise_only: bool,
 }
 
 fn b64(v: &Value, pointer: &str) -> Result<Vec<u8>, String> {
@@ -227,6 +229,7 @@ fn parse(bytes: &[u8]) -> Result<Bundle, String> {
         content,
         tlog_entries,
         timestamps,
+        promise_only: false,
     })
 }
 
@@ -378,7 +381,118 @@ pub fn verify_bundle(
     root: &TrustedRoot,
     options: Options,
 ) -> Result<Verified, String> {
-    let bundle = parse(bytes)?;
+    verify_parsed(&parse(bytes)?, artifact, signer, root, options)
+}
+
+/// A keyless signature in cosign 2's format: the signature and what it signs (a `.sig`
+/// layer's payload, or the DSSE envelope of a `.att` layer) with the layer's annotations.
+#[derive(Debug, Clone, Copy)]
+pub struct Cosign2<'a> {
+    /// `dev.sigstore.cosign/certificate`: the leaf, PEM.
+    pub certificate: &'a str,
+    /// `dev.sigstore.cosign/bundle`: Rekor v1's entry and signed entry timestamp, if logged.
+    pub rekor_bundle: Option<&'a str>,
+    /// `dev.sigstore.cosign/rfc3161timestamp`: `{"SignedRFC3161Timestamp": base64}`.
+    pub timestamp: Option<&'a str>,
+}
+
+/// What a cosign 2 layer signs.
+#[derive(Debug, Clone, Copy)]
+pub enum Cosign2Content<'a> {
+    /// A signature over the artifact (a simple-signing payload).
+    Message {
+        /// The DER signature.
+        signature: &'a [u8],
+    },
+    /// A DSSE envelope (one signature).
+    Dsse {
+        /// `payloadType`.
+        payload_type: &'a str,
+        /// The decoded payload.
+        payload: &'a [u8],
+        /// The DER signature.
+        signature: &'a [u8],
+    },
+}
+
+/// Verifies a cosign 2 keyless signature as [`verify_bundle`] does a bundle: the annotations
+/// are the bundle's material (the Rekor bundle gives a promise, no inclusion proof).
+pub fn verify_cosign2(
+    material: Cosign2<'_>,
+    content: Cosign2Content<'_>,
+    artifact: Artifact<'_>,
+    signer: &Signer,
+    root: &TrustedRoot,
+    options: Options,
+) -> Result<Verified, String> {
+    let der = crate::cosign::key::pem_blocks(material.certificate)
+        .into_iter()
+        .find(|(l, _)| l == "CERTIFICATE")
+        .ok_or("the certificate annotation holds no PEM CERTIFICATE")?
+        .1?;
+    let mut tlog_entries = Vec::new();
+    if let Some(b) = material.rekor_bundle {
+        let v: Value = serde_json::from_str(b)
+            .map_err(|e| format!("the Rekor bundle annotation is not JSON ({e})"))?;
+        let p = v
+            .get("Payload")
+            .ok_or("the Rekor bundle has no `Payload`")?;
+        let log_id = p
+            .get("logID")
+            .and_then(Value::as_str)
+            .and_then(|h| {
+                (0..h.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(h.get(i..i + 2)?, 16).ok())
+                    .collect::<Option<Vec<u8>>>()
+            })
+            .ok_or("the Rekor bundle's `logID` is not hex")?;
+        tlog_entries.push(serde_json::json!({
+            "logIndex": p.get("logIndex").cloned().unwrap_or(Value::Null),
+            "logId": {"keyId": STANDARD.encode(log_id)},
+            "integratedTime": p.get("integratedTime").cloned().unwrap_or(Value::Null),
+            "canonicalizedBody": p.get("body").cloned().unwrap_or(Value::Null),
+            "inclusionPromise": {"signedEntryTimestamp": v.get("SignedEntryTimestamp").cloned().unwrap_or(Value::Null)},
+        }));
+    }
+    let mut timestamps = Vec::new();
+    if let Some(t) = material.timestamp {
+        let v: Value = serde_json::from_str(t)
+            .map_err(|e| format!("the timestamp annotation is not JSON ({e})"))?;
+        timestamps.push(b64(&v, "/SignedRFC3161Timestamp")?);
+    }
+    let content = match content {
+        Cosign2Content::Message { signature } => Content::Message {
+            digest: None,
+            signature: signature.to_vec(),
+        },
+        Cosign2Content::Dsse {
+            payload_type,
+            payload,
+            signature,
+        } => Content::Dsse {
+            payload_type: payload_type.to_owned(),
+            payload: payload.to_vec(),
+            signature: signature.to_vec(),
+        },
+    };
+    let bundle = Bundle {
+        material: Material::Certificate(der),
+        content,
+        tlog_entries,
+        timestamps,
+        promise_only: true,
+    };
+    verify_parsed(&bundle, artifact, signer, root, options)
+}
+
+fn verify_parsed(
+    bundle: &Bundle,
+    artifact: Artifact<'_>,
+    signer: &Signer,
+    root: &TrustedRoot,
+    options: Options,
+) -> Result<Verified, String> {
     let digest = artifact.sha256();
     let leaf = match &bundle.material {
         Material::Certificate(der) => Some((
@@ -473,10 +587,20 @@ pub fn verify_bundle(
         skipped.push("transparency log (--insecure-ignore-tlog)".to_owned());
     } else {
         if bundle.tlog_entries.is_empty() {
-            return Err("bundle: no transparency-log entry".into());
+            return Err(if bundle.promise_only {
+                "no transparency-log entry (no `dev.sigstore.cosign/bundle` annotation; pass \
+                 --insecure-ignore-tlog to accept it on its signed timestamp)"
+                    .into()
+            } else {
+                "bundle: no transparency-log entry".into()
+            });
         }
         for e in &bundle.tlog_entries {
-            let v = tlog::verify_entry(e, root)?;
+            let v = if bundle.promise_only {
+                tlog::verify_promised(e, root)?
+            } else {
+                tlog::verify_entry(e, root)?
+            };
             match_body(&v.body, &bundle.content, &verifier_der, &digest)?;
             if let Some(t) = v.integrated_time {
                 let t = DateTime::from_timestamp(t, 0)
