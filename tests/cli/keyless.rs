@@ -597,3 +597,262 @@ fn github_actions_token_flow() {
         "cosign3 verify of the Actions-token signature",
     );
 }
+
+/// `opship verify` / `verify-attestation` keylessly against the stack's trusted root: opship's
+/// signature and attestation (cosign 3 bundles, GitHub token), opship's cosign 2 format (email
+/// token, signed timestamp, no Rekor v1 bundle), cosign 3's keyless signature and attestation,
+/// and cosign 2's keyless `.sig` all verify with the right identity; a wrong identity, issuer or
+/// repository is refused with the field, expected and found; a tampered bundle is refused.
+#[test]
+fn opship_verifies_keyless_signatures_of_opship_and_cosign() {
+    let s = stack();
+    let reg = TestRegistry::start(None);
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let sc = s.var("SIGSTORE_SIGNING_CONFIG");
+    let tr = s.var("SIGSTORE_TRUSTED_ROOT");
+    let (gh, gh_issuer) = (s.var("GITHUB_IDENTITY"), s.var("OIDC_ISSUER_URL"));
+    let (email, email_issuer) = (s.var("EMAIL_IDENTITY"), s.var("OIDC_EMAIL_ISSUER_URL"));
+    let pred = tmp.path().join("prov.json");
+    std::fs::write(&pred, r#"{"buildDefinition":{"buildType":"x"}}"#).unwrap();
+
+    // opship, cosign 3 format, GitHub token: signature and attestation.
+    let d = image(tmp.path(), &reg.addr, "op3:1");
+    let op3 = format!("{}/op3@{d}", reg.addr);
+    ok(
+        run(opship_clean(&home)
+            .args(["sign", "--insecure", "--signing-config", sc])
+            .args(["--identity-token", &s.token("github", &[]), &op3])),
+        "opship sign keyless",
+    );
+    ok(
+        run(opship_clean(&home)
+            .args(["attest", "--insecure", "--signing-config", sc])
+            .args(["--identity-token", &s.token("github", &[])])
+            .args(["--type", "slsaprovenance1", "--predicate"])
+            .arg(&pred)
+            .arg(&op3)),
+        "opship attest keyless",
+    );
+    // opship, cosign 2 format, email token.
+    let d = image(tmp.path(), &reg.addr, "op2:1");
+    let op2 = format!("{}/op2@{d}", reg.addr);
+    ok(
+        run(opship_clean(&home)
+            .args([
+                "sign",
+                "--insecure",
+                "--format",
+                "cosign2",
+                "--signing-config",
+                sc,
+            ])
+            .args(["--identity-token", &s.token("email", &[]), &op2])),
+        "opship sign keyless cosign2",
+    );
+    // cosign 3, GitHub token: signature and attestation.
+    let d = image(tmp.path(), &reg.addr, "c3:1");
+    let c3 = format!("{}/c3@{d}", reg.addr);
+    ok(
+        run(cosign(3, &home)
+            .args(["sign", "--signing-config", sc, "--trusted-root", tr])
+            .args(["--identity-token", &s.token("github", &[])])
+            .args(["--yes", "--allow-http-registry", &c3])),
+        "cosign3 sign keyless",
+    );
+    ok(
+        run(cosign(3, &home)
+            .args(["attest", "--signing-config", sc, "--trusted-root", tr])
+            .args(["--identity-token", &s.token("github", &[])])
+            .args(["--type", "slsaprovenance1", "--predicate"])
+            .arg(&pred)
+            .args(["--yes", "--allow-http-registry", &c3])),
+        "cosign3 attest keyless",
+    );
+    // cosign 2, email token: Fulcio and the timestamp authority (cosign 2 cannot write to
+    // Rekor v2).
+    let d = image(tmp.path(), &reg.addr, "c2:1");
+    let c2 = format!("{}/c2@{d}", reg.addr);
+    ok(
+        run(cosign(2, &home)
+            .args(["sign", "--fulcio-url", s.var("FULCIO_URL")])
+            .args(["--identity-token", &s.token("email", &[])])
+            .args([
+                "--tlog-upload=false",
+                "--timestamp-server-url",
+                s.var("TSA_URL"),
+            ])
+            .args([
+                "--insecure-skip-verify",
+                "--yes",
+                "--allow-http-registry",
+                &c2,
+            ])),
+        "cosign2 sign keyless",
+    );
+
+    let verify = |what: &str, identity: &str, issuer: &str, extra: &[&str], img: &str| {
+        run(opship_clean(&home)
+            .args([what, "--insecure", "--trusted-root", tr])
+            .args(["--certificate-identity", identity])
+            .args(["--certificate-oidc-issuer", issuer])
+            .arg("--insecure-ignore-sct")
+            .args(extra)
+            .arg(img))
+    };
+    let repo = [
+        "--certificate-github-workflow-repository",
+        "example-org/example-repo",
+    ];
+    for img in [&op3, &c3] {
+        let r = ok(
+            verify("verify", gh, gh_issuer, &repo, img),
+            "opship verify keyless",
+        );
+        assert!(
+            r.stderr.contains("verified with a certificate for"),
+            "{}",
+            r.stderr
+        );
+        assert!(
+            r.stderr
+                .contains("not checked: certificate transparency SCT"),
+            "{}",
+            r.stderr
+        );
+        ok(
+            verify(
+                "verify-attestation",
+                gh,
+                gh_issuer,
+                &["--type", "slsaprovenance1"],
+                img,
+            ),
+            "opship verify-attestation keyless",
+        );
+        let r = refuses(
+            verify(
+                "verify",
+                "https://github.com/example-org/other/.github/workflows/release.yml@refs/heads/main",
+                gh_issuer,
+                &[],
+                img,
+            ),
+            "wrong identity",
+        );
+        assert!(
+            r.stdout
+                .contains("certificate identity: expected `https://github.com/example-org/other/"),
+            "{}",
+            r.stdout
+        );
+        let r = refuses(verify("verify", gh, email_issuer, &[], img), "wrong issuer");
+        assert!(
+            r.stdout.contains("certificate OIDC issuer: expected"),
+            "{}",
+            r.stdout
+        );
+        let r = refuses(
+            verify(
+                "verify",
+                gh,
+                gh_issuer,
+                &[
+                    "--certificate-github-workflow-repository",
+                    "example-org/other",
+                ],
+                img,
+            ),
+            "wrong repository",
+        );
+        assert!(
+            r.stdout
+                .contains("expected `example-org/other`, found `example-org/example-repo`"),
+            "{}",
+            r.stdout
+        );
+        assert_eq!(r.code, 1);
+    }
+    // cosign 2 format: no Rekor v1 bundle to check, so the log is skipped on request only.
+    for img in [&op2, &c2] {
+        let r = refuses(verify("verify", email, email_issuer, &[], img), "no tlog");
+        assert!(
+            r.stdout.contains("no transparency-log entry"),
+            "{}",
+            r.stdout
+        );
+        let r = ok(
+            verify(
+                "verify",
+                email,
+                email_issuer,
+                &["--insecure-ignore-tlog"],
+                img,
+            ),
+            "opship verify keyless cosign2",
+        );
+        assert!(
+            r.stderr.contains("not checked: transparency log"),
+            "{}",
+            r.stderr
+        );
+        refuses(
+            verify(
+                "verify",
+                "other@example.test",
+                email_issuer,
+                &["--insecure-ignore-tlog"],
+                img,
+            ),
+            "cosign2 format, wrong identity",
+        );
+    }
+
+    // Blobs: cosign 3's bundle verifies; a tampered one (another signature) is refused.
+    let blob = tmp.path().join("blob.txt");
+    std::fs::write(&blob, "opship keyless blob\n").unwrap();
+    let bundle = tmp.path().join("blob.sigstore.json");
+    ok(
+        run(cosign(3, &home)
+            .args(["sign-blob", "--signing-config", sc, "--trusted-root", tr])
+            .args(["--identity-token", &s.token("github", &[])])
+            .arg("--bundle")
+            .arg(&bundle)
+            .arg("--yes")
+            .arg(&blob)),
+        "cosign3 sign-blob",
+    );
+    let verify_blob = |b: &Path| {
+        run(opship_clean(&home)
+            .args(["verify-blob", "--trusted-root", tr])
+            .args([
+                "--certificate-identity",
+                gh,
+                "--certificate-oidc-issuer",
+                gh_issuer,
+            ])
+            .arg("--insecure-ignore-sct")
+            .arg("--bundle")
+            .arg(b)
+            .arg(&blob))
+    };
+    ok(verify_blob(&bundle), "opship verify-blob");
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&bundle).unwrap()).unwrap();
+    let sig = v["messageSignature"]["signature"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let flipped = format!(
+        "{}{}",
+        &sig[..10],
+        if &sig[10..11] == "A" { "B" } else { "A" }
+    );
+    v["messageSignature"]["signature"] = format!("{flipped}{}", &sig[11..]).into();
+    let tampered = tmp.path().join("tampered.sigstore.json");
+    std::fs::write(&tampered, serde_json::to_vec(&v).unwrap()).unwrap();
+    let r = refuses(verify_blob(&tampered), "tampered bundle");
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("verification failed"), "{}", r.stderr);
+}
