@@ -651,6 +651,22 @@ fn opship_verifies_keyless_signatures_of_opship_and_cosign() {
             .args(["--identity-token", &s.token("email", &[]), &op2])),
         "opship sign keyless cosign2",
     );
+    ok(
+        run(opship_clean(&home)
+            .args([
+                "attest",
+                "--insecure",
+                "--format",
+                "cosign2",
+                "--signing-config",
+                sc,
+            ])
+            .args(["--identity-token", &s.token("email", &[])])
+            .args(["--type", "slsaprovenance1", "--predicate"])
+            .arg(&pred)
+            .arg(&op2)),
+        "opship attest keyless cosign2",
+    );
     // cosign 3, GitHub token: signature and attestation.
     let d = image(tmp.path(), &reg.addr, "c3:1");
     let c3 = format!("{}/c3@{d}", reg.addr);
@@ -808,6 +824,27 @@ fn opship_verifies_keyless_signatures_of_opship_and_cosign() {
             "cosign2 format, wrong identity",
         );
     }
+    // opship's `.att` attestation in cosign 2's format.
+    ok(
+        verify(
+            "verify-attestation",
+            email,
+            email_issuer,
+            &["--insecure-ignore-tlog", "--type", "slsaprovenance1"],
+            &op2,
+        ),
+        "opship verify-attestation keyless cosign2",
+    );
+    refuses(
+        verify(
+            "verify-attestation",
+            email,
+            gh_issuer,
+            &["--insecure-ignore-tlog", "--type", "slsaprovenance1"],
+            &op2,
+        ),
+        "cosign2 attestation, wrong issuer",
+    );
 
     // Blobs: cosign 3's bundle verifies; a tampered one (another signature) is refused.
     let blob = tmp.path().join("blob.txt");

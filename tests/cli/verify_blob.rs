@@ -72,6 +72,20 @@ fn every_conformance_case_verifies_or_is_refused_with_a_reason() {
             {
                 wrong.push(format!("{name}: exit {}: {}{}", r.code, r.stdout, r.stderr));
             }
+            // A certificate used outside its validity, and tampered material, say so.
+            let expected = match name.as_str() {
+                "integrated-time-in-future_fail"
+                | "intoto-expired-certificate_fail"
+                | "rekor2-timestamp-with-incorrect-time_fail" => Some("outside its validity"),
+                "signature-mismatch_fail" => Some("signature does not verify over the artifact"),
+                "dsse-mismatch-sig_fail" => Some("records another signature"),
+                _ => None,
+            };
+            if let Some(e) = expected
+                && !r.stderr.contains(e)
+            {
+                wrong.push(format!("{name}: `{}` does not say `{e}`", r.stderr.trim()));
+            }
             refused += 1;
         } else {
             let keyed = dir.join(name).join("key.pub").exists();
