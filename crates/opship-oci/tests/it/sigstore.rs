@@ -350,3 +350,63 @@ fn conformance_every_case_verifies_or_is_refused() {
         names.iter().filter(|n| n.ends_with("_fail")).count()
     );
 }
+
+/// Truncated timestamps and certificates, and flipped bytes anywhere in the DER, are refused
+/// with a reason, never a panic (the DER walker and the CMS/X.509 readers on hostile input).
+#[test]
+fn mangled_der_is_refused_without_panic() {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD;
+    use opship_oci::cosign::sigstore::{Artifact, IdentityPolicy, Options, Signer, verify_bundle};
+    let case = conformance().join("bundle-verify/rekor2-happy-path");
+    let root = TrustedRoot::from_json(
+        &std::fs::read(case.join("trusted_root.json")).unwrap(),
+        "trusted_root.json",
+    )
+    .unwrap();
+    let artifact = std::fs::read(conformance().join("bundle-verify/a.txt")).unwrap();
+    let bundle: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(case.join("bundle.sigstore.json")).unwrap()).unwrap();
+    let signer = Signer::Identity(IdentityPolicy::default());
+    let check = |b: &serde_json::Value| {
+        verify_bundle(
+            &serde_json::to_vec(b).unwrap(),
+            Artifact::Bytes(&artifact),
+            &signer,
+            &root,
+            Options::default(),
+        )
+    };
+    check(&bundle).expect("the unmodified bundle verifies");
+    for pointer in [
+        "/verificationMaterial/timestampVerificationData/rfc3161Timestamps/0/signedTimestamp",
+        "/verificationMaterial/certificate/rawBytes",
+    ] {
+        let der = STANDARD
+            .decode(bundle.pointer(pointer).unwrap().as_str().unwrap())
+            .unwrap();
+        let mut refused = 0;
+        let cuts = (0..der.len()).step_by(7);
+        let flips = (0..der.len()).step_by(11);
+        for (i, cut) in cuts.map(|c| (c, true)).chain(flips.map(|f| (f, false))) {
+            let mut d = der.clone();
+            if cut {
+                d.truncate(i);
+            } else {
+                d[i] ^= 0x41;
+            }
+            let mut b = bundle.clone();
+            *b.pointer_mut(pointer).unwrap() = STANDARD.encode(&d).into();
+            match check(&b) {
+                Err(e) => {
+                    assert!(!e.is_empty());
+                    refused += 1;
+                }
+                // A flip in an unsigned part (e.g. an unused certificate field of the TSA's
+                // embedded chain) may leave the proof intact.
+                Ok(_) => assert!(!cut, "{pointer} cut at {i} verified"),
+            }
+        }
+        assert!(refused > der.len() / 7, "{pointer}: only {refused} refused");
+    }
+}
