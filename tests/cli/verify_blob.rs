@@ -173,6 +173,21 @@ fn identity_policy_and_insecure_flags() {
         "{}",
         r.stderr
     );
+    // Inputs that are no files: exit 2 naming the file, at once.
+    let r = run(base()
+        .args([
+            "--certificate-identity",
+            IDENTITY,
+            "--certificate-oidc-issuer",
+            ISSUER,
+        ])
+        .arg("/dev/zero"));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("/dev/zero: not a regular file"),
+        "{}",
+        r.stderr
+    );
     // Skipping the log and the SCT is said (a case with a signed timestamp: without the log
     // and a timestamp, the current time is the signing time, long after this certificate).
     let case = conformance().join("bundle-verify/rekor2-happy-path");

@@ -710,12 +710,22 @@ pub struct BlobRequest {
     pub options: Options,
 }
 
+/// Upper bound of an artifact given to `verify-blob` (read into memory).
+const MAX_ARTIFACT: u64 = 1 << 30;
+
 /// Upper bound of a bundle file (they are a few kilobytes; cosign's limit is similar).
 const MAX_BUNDLE: u64 = 16 << 20;
 
 fn read_bounded(path: &std::path::Path, limit: u64) -> crate::error::Result<Vec<u8>> {
     use std::io::Read as _;
     let f = std::fs::File::open(path).map_err(|e| crate::error::Error::io(path, e))?;
+    let meta = f.metadata().map_err(|e| crate::error::Error::io(path, e))?;
+    if !meta.is_file() {
+        return Err(crate::error::Error::Input(format!(
+            "{}: not a regular file",
+            path.display()
+        )));
+    }
     let mut out = Vec::new();
     f.take(limit + 1)
         .read_to_end(&mut out)
@@ -760,10 +770,10 @@ pub fn verify_blob(
         }
     };
     let bundle = read_bounded(&req.bundle, MAX_BUNDLE)?;
-    // The artifact is hashed and, for message signatures, verified: it is read whole, as
-    // cosign does.
-    let artifact =
-        std::fs::read(&req.artifact).map_err(|e| crate::error::Error::io(&req.artifact, e))?;
+    // A message signature is verified over the artifact's bytes, so it is read whole,
+    // within a bound.
+    let artifact = read_bounded(&req.artifact, MAX_ARTIFACT)?;
+    std::fs::read(&req.artifact).map_err(|e| crate::error::Error::io(&req.artifact, e))?;
     Ok(verify_bundle(
         &bundle,
         Artifact::Bytes(&artifact),
