@@ -211,6 +211,16 @@ pub fn verify<'r>(
             "not signed by any timestamp authority of the trusted root",
         ));
     };
+    if !tsa
+        .chain
+        .windows(2)
+        .all(|w| super::cert::signed_by(&w[0], &w[1]))
+    {
+        return Err(bad(&format!(
+            "the chain of {} in the trusted root does not link up",
+            tsa.uri
+        )));
+    }
     if !tsa.valid_for.contains(t.time) {
         return Err(bad(&format!(
             "its time {} is outside the window the trusted root gives {} ({})",
