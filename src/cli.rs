@@ -146,14 +146,20 @@ quay.io/example/bundle dist/oci:0.3.0\n\nVerify elsewhere with: cosign verify --
         "Read the key password from standard input (with -u USER: the registry password)"
     )))]
     Sign(SignArgs),
-    /// Verify the cosign signatures of an image with a public key.
+    /// Verify the cosign signatures of an image with a public key, or keylessly by the
+    /// signing certificate's identity.
     #[command(
         after_help = "Checks each signature over its payload, the payload's digest \
 against the image's, its type, its identity (the repository, unless --identity or \
 --any-identity) and the -a annotations. Exit status: 0 at least one signature verified, 1 none \
 did (the reason for each is printed), 2 usage or runtime error.\n\nExamples:\n  opship verify \
 --key cosign.pub quay.io/example/bundle:v0.3.0\n  opship verify --key cosign.pub -o json \
---identity quay.io/example/bundle mirror.example.com/bundle:v0.3.0"
+--identity quay.io/example/bundle mirror.example.com/bundle:v0.3.0\n  opship verify \
+--certificate-identity https://github.com/example/op/.github/workflows/release.yml@refs/tags/v0.3.0 \
+--certificate-oidc-issuer https://token.actions.githubusercontent.com quay.io/example/bundle:v0.3.0\n\n\
+Without --key the signature is verified keylessly (Sigstore bundle or cosign 2 certificate \
+annotations): the certificate chain to --trusted-root (default: the public-good root), the \
+transparency log, the signing time and the identity options; see docs/signing.md."
     )]
     Verify(VerifyArgs),
     /// Attest an image: sign a predicate (SLSA provenance, SBOM, custom) as an in-toto
@@ -165,9 +171,10 @@ did (the reason for each is printed), 2 usage or runtime error.\n\nExamples:\n  
         after_help = "The statement is signed as a DSSE envelope and stored as a layer of the `sha256-<hex>.att` manifest (cosign 2's format), or with --bundle-format as a Sigstore bundle referrer (cosign 3's default). The same statement already there and verifying with the key is not added again. --type: slsaprovenance, slsaprovenance02, slsaprovenance1, link, spdx, spdxjson, cyclonedx, vuln, openvex, custom, or a predicate type URI; the predicate file is JSON.\n\nExamples:\n  COSIGN_PASSWORD=… opship attest --key cosign.key --type slsaprovenance1 --predicate provenance.json quay.io/example/bundle:v0.3.0\n  opship attest --key cosign.key --password-stdin --type cyclonedx --predicate sbom.json --bundle-format quay.io/example/bundle@sha256:…\n\nVerify elsewhere with: cosign verify-attestation --key cosign.pub --type slsaprovenance1 --insecure-ignore-tlog=true REF"
     )]
     Attest(AttestArgs),
-    /// Verify the attestations of an image with a public key.
+    /// Verify the attestations of an image with a public key, or keylessly by the signing
+    /// certificate's identity.
     #[command(
-        after_help = "Checks each attestation (`.att` layers, Sigstore bundle and DSSE referrers): the DSSE signature with the key, the statement's subject against the image digest, and with --type its predicate type. Exit status: 0 at least one attestation verified, 1 none did (the reason for each is printed), 2 usage or runtime error.\n\nExamples:\n  opship verify-attestation --key cosign.pub --type slsaprovenance1 quay.io/example/bundle:v0.3.0\n  opship verify-attestation --key cosign.pub -o json quay.io/example/bundle:v0.3.0"
+        after_help = "Checks each attestation (`.att` layers, Sigstore bundle and DSSE referrers): the DSSE signature with the key, the statement's subject against the image digest, and with --type its predicate type. Exit status: 0 at least one attestation verified, 1 none did (the reason for each is printed), 2 usage or runtime error.\n\nExamples:\n  opship verify-attestation --key cosign.pub --type slsaprovenance1 quay.io/example/bundle:v0.3.0\n  opship verify-attestation --key cosign.pub -o json quay.io/example/bundle:v0.3.0\n  opship verify-attestation --certificate-identity signer@example.com --certificate-oidc-issuer https://accounts.google.com --type slsaprovenance1 quay.io/example/bundle:v0.3.0"
     )]
     VerifyAttestation(VerifyAttestationArgs),
     /// Verify a Sigstore bundle over a file (cosign's `verify-blob`): keyless by identity, or
