@@ -16,6 +16,7 @@ mod hostile;
 mod hostile_chart;
 mod hostile_validate;
 mod index;
+mod keyless;
 mod kill;
 mod layout_lock;
 mod manifests;
@@ -27,6 +28,7 @@ mod sign;
 mod support_registry;
 mod token_auth;
 mod validate;
+mod verify_blob;
 mod workflows;
 
 use std::path::{Path, PathBuf};

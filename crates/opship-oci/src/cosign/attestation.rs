@@ -17,6 +17,7 @@ use super::dsse::{ENVELOPE_MEDIA, Envelope, PAYLOAD_TYPE};
 use super::key::{PrivateKey, PublicKey};
 use super::manifest::{SIGNATURE_ANNOTATION, Signatures};
 use super::signing::identity_of;
+use super::verification::{Verifier, cosign2_material, sha256_bytes};
 use crate::error::{Error, Result};
 use crate::registry::{Reference, Registry};
 
@@ -182,7 +183,8 @@ pub async fn attest(
     let body = statement(&identity_of(reference), digest, predicate);
     let predicate_digest = Digest::of(&serde_json::to_vec(&predicate.json).unwrap_or_default());
     if format == Format::Bundle {
-        let prepared = bundle::prepare(registry, reference, digest, key.public(), &body).await?;
+        let prepared =
+            bundle::prepare(registry, reference, digest, Some(key.public()), &body).await?;
         let added = prepared.existing.is_none();
         let location = bundle::attach(
             registry,
@@ -288,10 +290,54 @@ fn typed(
     }
 }
 
+/// Opens a DSSE envelope layer with a key, or keylessly with the layer's cosign 2
+/// annotations.
+fn open_layer(
+    bytes: &[u8],
+    annotations: &std::collections::BTreeMap<String, String>,
+    verifier: &Verifier,
+    digest: &Digest,
+) -> std::result::Result<Statement, String> {
+    let env = Envelope::parse(bytes)?;
+    match verifier {
+        Verifier::Key(key) => bundle::open_envelope(&env, key, digest),
+        Verifier::Keyless(k) => {
+            use crate::cosign::sigstore::verify::{Cosign2Content, verify_cosign2};
+            if env.payload_type != PAYLOAD_TYPE {
+                return Err(format!(
+                    "the DSSE payload type is `{}`, not {PAYLOAD_TYPE}",
+                    env.payload_type
+                ));
+            }
+            let [signature] = env.signatures.as_slice() else {
+                return Err(format!(
+                    "the envelope has {} signatures, not one",
+                    env.signatures.len()
+                ));
+            };
+            let sha = sha256_bytes(digest)
+                .ok_or_else(|| format!("{digest}: keyless statements name sha256 digests"))?;
+            verify_cosign2(
+                cosign2_material(annotations)?,
+                Cosign2Content::Dsse {
+                    payload_type: &env.payload_type,
+                    payload: &env.payload,
+                    signature,
+                },
+                crate::cosign::sigstore::Artifact::Sha256(&sha),
+                &k.signer(),
+                &k.root,
+                k.options,
+            )?;
+            Statement::parse(&env.payload)
+        }
+    }
+}
+
 /// The DSSE envelope layers of one manifest, each opened with `key`.
 async fn judge_layers(
     registry: &Registry,
-    key: &PublicKey,
+    key: &Verifier,
     digest: &Digest,
     predicate_type: Option<&str>,
     layers: &[Descriptor],
@@ -309,9 +355,7 @@ async fn judge_layers(
         } else {
             match registry.blob(at, l).await {
                 Err(e) => Err(format!("the envelope blob cannot be fetched: {e}")),
-                Ok(bytes) => {
-                    Envelope::parse(&bytes).and_then(|env| bundle::open_envelope(&env, key, digest))
-                }
+                Ok(bytes) => open_layer(&bytes, &l.annotations, key, digest),
             }
         };
         out.push(Checked {
@@ -329,6 +373,22 @@ pub async fn verify(
     registry: &Registry,
     reference: &Reference,
     key: &PublicKey,
+    predicate_type: Option<&str>,
+) -> Result<Report> {
+    verify_with(
+        registry,
+        reference,
+        &Verifier::Key(key.clone()),
+        predicate_type,
+    )
+    .await
+}
+
+/// [`verify`] with a key or keylessly.
+pub async fn verify_with(
+    registry: &Registry,
+    reference: &Reference,
+    key: &Verifier,
     predicate_type: Option<&str>,
 ) -> Result<Report> {
     let digest = registry.resolve(reference).await?;
@@ -390,6 +450,72 @@ pub async fn verify(
         digest,
         location: format!("{location} and the referrers ({})", listing.location),
         checked,
+    })
+}
+
+/// Attests `digest` keylessly in `format` (cosign 3: a Sigstore bundle referrer; cosign 2:
+/// a `.att` layer with the certificate annotations). Everything from the services is
+/// obtained before the registry is written.
+pub async fn attest_keyless(
+    registry: &Registry,
+    reference: &Reference,
+    digest: &Digest,
+    session: &super::keyless::Session,
+    predicate: &Predicate,
+    format: Format,
+) -> Result<AttestReport> {
+    let body = statement(&identity_of(reference), digest, predicate);
+    let predicate_digest = Digest::of(&serde_json::to_vec(&predicate.json).unwrap_or_default());
+    if format == Format::Bundle {
+        let prepared = bundle::prepare(registry, reference, digest, None, &body).await?;
+        let signed = session.dsse_bundle(PAYLOAD_TYPE, &body).await?;
+        let location = bundle::attach_bundle(
+            registry,
+            reference,
+            digest,
+            signed,
+            &predicate.type_uri,
+            &prepared,
+        )
+        .await?;
+        return Ok(AttestReport {
+            digest: digest.clone(),
+            location,
+            added: true,
+            predicate_digest,
+        });
+    }
+    let att_ref = Reference::with_tag(
+        reference.registry().to_owned(),
+        reference.repository().to_owned(),
+        tag(digest),
+    );
+    let location = att_ref.whole();
+    let mut atts = match registry.manifest_if_any(&att_ref).await? {
+        Some(raw) => Signatures::parse(&raw.bytes, &location)?,
+        None => Signatures::default(),
+    };
+    let (env_bytes, notes) = session.cosign2_envelope(&body).await?;
+    let mut layer = Descriptor::of(ENVELOPE_MEDIA, &env_bytes);
+    layer
+        .annotations
+        .insert(SIGNATURE_ANNOTATION.to_owned(), String::new());
+    layer
+        .annotations
+        .insert(PREDICATE_ANNOTATION.to_owned(), predicate.type_uri.clone());
+    layer.annotations.extend(notes);
+    atts.layers.push(layer);
+    registry.upload_blob(&att_ref, &env_bytes).await?;
+    let (config, manifest_bytes) = atts.to_manifest()?;
+    registry.upload_blob(&att_ref, &config).await?;
+    registry
+        .put_manifest_bytes(&att_ref, &manifest_bytes, media::OCI_MANIFEST)
+        .await?;
+    Ok(AttestReport {
+        digest: digest.clone(),
+        location,
+        added: true,
+        predicate_digest,
     })
 }
 
