@@ -16,7 +16,7 @@ use super::sign::{Target, client_of, clients_for};
 use super::{CmdError, ExitStatus};
 use crate::cli::{AttestArgs, KeylessArgs, SignArgs, SignFormat};
 
-fn options(k: &KeylessArgs) -> Options {
+pub(super) fn options(k: &KeylessArgs) -> Options {
     Options {
         identity_token: k.identity_token.clone(),
         env: TokenEnv::from_process(),
