@@ -265,9 +265,8 @@ impl Plan {
     /// with a registry its push and signature.
     pub fn step_count(&self) -> usize {
         let registry = usize::from(self.registry.is_some());
-        let key = usize::from(
-            self.keyless.is_none() && self.key.generated && !self.key.key.exists(),
-        );
+        let key =
+            usize::from(self.keyless.is_none() && self.key.generated && !self.key.key.exists());
         let catalog = |t: &CatalogTarget| 4 + 2 * usize::from(t.remote.is_some());
         3 + registry
             + key

@@ -409,7 +409,15 @@ impl Runner<'_> {
                     _ => Ok(()),
                 }
             };
-            tokio::join!(signed, attested)
+            // Keyless signatures and attestations in cosign 3's format are both referrers of
+            // the image: without the referrers API they share one fallback tag, which two
+            // writers at once would overwrite in turn. One after the other, then.
+            if r.signer.is_keyless() {
+                let signed = signed.await;
+                (signed, attested.await)
+            } else {
+                tokio::join!(signed, attested)
+            }
         });
         self.execute(sign, |_| signed)?;
         if let Some(a) = attest {
@@ -721,11 +729,14 @@ impl Runner<'_> {
         let chart = self.chart_steps(staged, options)?;
 
         // The `.sig` manifest as it is now (the signatures of this digest, ours among them).
-        let signature_ref = self
-            .signer
-            .keyless_location(&bundle_digest)
+        // A keyless signature in cosign 3's format is a referrer: its place is said, and
+        // there is no `.sig` manifest to name.
+        let keyless_location = self.signer.keyless_location(&bundle_digest);
+        let signature_ref = keyless_location
+            .clone()
             .unwrap_or_else(|| bundle_subject.signature_reference());
         let signature_digest = match &bundle_remote {
+            Some(_) if keyless_location.is_some_and(|l| !l.ends_with(".sig")) => None,
             Some(_) => self.remote_digest("sign", &signature_ref)?,
             None => layout_digest(
                 &layout,

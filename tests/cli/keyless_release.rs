@@ -1,0 +1,293 @@
+//! `opship release` signing keylessly in a GitHub Actions job: no key configured, the token
+//! from `ACTIONS_ID_TOKEN_REQUEST_URL` (served on loopback with the Sigstore stack's issuer
+//! behind it); the bundle image, catalog image and chart signed and the provenance attested
+//! through the stack's Fulcio, Rekor v2 and timestamp authority, each checked by cosign 3
+//! with the workflow identity. Rekor down after Fulcio certified the key stops the release
+//! at its first signature with nothing of it in the registry.
+
+use std::io::BufRead;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use crate::keyless::{ACTIONS_SERVER, Stack, cosign3_verify, opship_clean, refuses, stack};
+use crate::support_registry::{TestRegistry, free_port, http_get, json, ok};
+use crate::{Run, read_tree, run, sample_copy};
+
+/// GitHub Actions' token service on loopback; its URL (as the runner sets it).
+struct Actions {
+    child: Child,
+    url: String,
+}
+
+impl Actions {
+    fn start(s: &Stack) -> Actions {
+        let mut child = Command::new("python3")
+            .args([
+                "-c",
+                ACTIONS_SERVER,
+                s.var("OIDC_ISSUER_URL"),
+                "runner-secret",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        Actions {
+            child,
+            url: format!("http://127.0.0.1:{}/token?api-version=2.0", line.trim()),
+        }
+    }
+}
+
+impl Drop for Actions {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `opship release` of the sample in a job with the Actions token variables, no key.
+fn release(dir: &Path, home: &Path, actions: &Actions, ns: &str, extra: &[&str]) -> Run {
+    run(opship_clean(home)
+        .current_dir(dir)
+        .env("ACTIONS_ID_TOKEN_REQUEST_URL", &actions.url)
+        .env("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "runner-secret")
+        .args(["-c", "bundle/opship.yaml", "release", "--version", "0.1.0"])
+        .args(["--registry", ns, "-o", "json"])
+        .args(extra))
+}
+
+fn step<'a>(summary: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    summary["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id)
+        .unwrap_or_else(|| panic!("no step {id}: {summary}"))
+}
+
+/// Tags of a repository that are cosign's (`sha256-…`: `.sig`, `.att`, referrer tags).
+fn cosign_tags(addr: &str, repository: &str) -> Vec<String> {
+    let (status, body) =
+        http_get(addr, &format!("/v2/{repository}/tags/list"), &[]).expect("registry reachable");
+    if status == 404 {
+        return vec![];
+    }
+    json(&body)["tags"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str())
+                .filter(|t| t.starts_with("sha256-"))
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn release_signs_keylessly_with_the_actions_token() {
+    let s = stack();
+    let reg = TestRegistry::start(None);
+    let (tmp, _) = sample_copy();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let actions = Actions::start(s);
+    let ns = format!("{}/sample", reg.addr);
+    let identity = s.var("GITHUB_IDENTITY");
+    let issuer = s.var("OIDC_ISSUER_URL");
+    let sc = s.var("SIGSTORE_SIGNING_CONFIG");
+
+    // The plan says keyless and where the token comes from; no key is made.
+    let plan = json(
+        &ok(
+            release(tmp.path(), &home, &actions, &ns, &["--dry-run"]),
+            "dry run",
+        )
+        .stdout,
+    );
+    let sign = step(&plan, "sign");
+    assert!(
+        sign["description"]
+            .as_str()
+            .unwrap()
+            .contains("keylessly (identity token from GitHub Actions"),
+        "{sign}"
+    );
+    assert!(
+        !sign["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "--key"),
+        "{sign}"
+    );
+    assert!(
+        plan["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["id"] != "key")
+    );
+
+    let r = ok(
+        release(tmp.path(), &home, &actions, &ns, &["--signing-config", sc]),
+        "keyless release",
+    );
+    let summary = json(&r.stdout);
+    assert!(
+        !tmp.path().join("bundle/.opship/cosign.key").exists(),
+        "a key was generated"
+    );
+    let keyless = &summary["signature"]["keyless"];
+    assert_eq!(keyless["identity"], identity, "{summary}");
+    assert_eq!(keyless["issuer"], issuer, "{summary}");
+    assert!(summary["signature"]["publicKey"].is_null(), "{summary}");
+    let catalog = &summary["catalogs"][0]["image"];
+    for id in ["sign", "attest", "sign-chart"] {
+        let st = step(&summary, id);
+        assert_eq!(st["status"], "ran", "{st}");
+        assert!(
+            st["description"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("keylessly as {identity}")),
+            "{st}"
+        );
+    }
+    let signed_catalog = summary["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["id"].as_str().unwrap().starts_with("sign-catalog:"))
+        .count();
+    assert_eq!(signed_catalog, 1, "{summary}");
+
+    // cosign 3 verifies each artefact with the workflow identity (tlog and timestamps on).
+    let bundle = format!(
+        "{ns}/memcached-operator-bundle@{}",
+        summary["bundle"]["digest"].as_str().unwrap()
+    );
+    let catalog_ref = format!(
+        "{}@{}",
+        catalog["reference"]
+            .as_str()
+            .unwrap()
+            .rsplit_once(':')
+            .unwrap()
+            .0,
+        catalog["digest"].as_str().unwrap()
+    );
+    let chart = format!(
+        "{}@{}",
+        summary["chart"]["reference"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("oci://")
+            .rsplit_once(':')
+            .unwrap()
+            .0,
+        summary["chart"]["manifestDigest"].as_str().unwrap()
+    );
+    let who = [
+        "--certificate-identity",
+        identity,
+        "--certificate-oidc-issuer",
+        issuer,
+        "--certificate-github-workflow-trigger",
+        "push",
+    ];
+    let cosign_home = tmp.path().join("cosign-home");
+    std::fs::create_dir_all(&cosign_home).unwrap();
+    for (what, image) in [
+        ("bundle image", &bundle),
+        ("catalog image", &catalog_ref),
+        ("chart", &chart),
+    ] {
+        let mut args = who.to_vec();
+        args.extend(["-a", "release=0.1.0"]);
+        ok(
+            cosign3_verify(s, &cosign_home, "verify", &args, image),
+            &format!("cosign3 verify of the {what}"),
+        );
+    }
+    let mut att = who.to_vec();
+    att.extend(["--type", "https://slsa.dev/provenance/v1"]);
+    for image in [&bundle, &catalog_ref] {
+        ok(
+            cosign3_verify(s, &cosign_home, "verify-attestation", &att, image),
+            "cosign3 verify-attestation of the provenance",
+        );
+    }
+    // Another workflow's identity is refused.
+    refuses(
+        cosign3_verify(
+            s,
+            &cosign_home,
+            "verify",
+            &[
+                "--certificate-identity",
+                "https://github.com/other/repo/.github/workflows/release.yml@refs/heads/main",
+                "--certificate-oidc-issuer",
+                issuer,
+            ],
+            &bundle,
+        ),
+        "cosign3 verify with another workflow's identity",
+    );
+}
+
+#[test]
+fn rekor_down_stops_the_release_with_nothing_half_written() {
+    let s = stack();
+    let reg = TestRegistry::start(None);
+    let (tmp, _) = sample_copy();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let actions = Actions::start(s);
+    let ns = format!("{}/sample", reg.addr);
+    let catalog_dir = tmp.path().join("bundle/index");
+    let catalog = |d: &Path| d.exists().then(|| read_tree(d));
+    let catalog_before = catalog(&catalog_dir);
+    let closed = format!("http://127.0.0.1:{}", free_port());
+    let r = release(
+        tmp.path(),
+        &home,
+        &actions,
+        &ns,
+        &[
+            "--signing-config",
+            s.var("SIGSTORE_SIGNING_CONFIG"),
+            "--rekor-url",
+            &closed,
+        ],
+    );
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("stopped at step `sign`") && r.stderr.contains("cannot reach Rekor"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    // The bundle image is pushed (the step before), without any signature, attestation or
+    // referrer; no catalog image or chart; the catalog directory untouched.
+    for repository in [
+        "sample/memcached-operator-bundle",
+        "sample/memcached-operator-catalog",
+        "sample/memcached-operator",
+    ] {
+        assert_eq!(cosign_tags(&reg.addr, repository), Vec::<String>::new());
+    }
+    let (status, _) = http_get(
+        &reg.addr,
+        "/v2/sample/memcached-operator-catalog/tags/list",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(status, 404, "a catalog image was pushed");
+    assert_eq!(catalog(&catalog_dir), catalog_before);
+}
