@@ -3,7 +3,8 @@
 //! behind it); the bundle image, catalog image and chart signed and the provenance attested
 //! through the stack's Fulcio, Rekor v2 and timestamp authority, each checked by cosign 3
 //! with the workflow identity. Rekor down after Fulcio certified the key stops the release
-//! at its first signature with nothing of it in the registry.
+//! at its first signature with nothing of it in the registry; the same command finishes it
+//! once Rekor is back.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -290,4 +291,41 @@ fn rekor_down_stops_the_release_with_nothing_half_written() {
     .unwrap();
     assert_eq!(status, 404, "a catalog image was pushed");
     assert_eq!(catalog(&catalog_dir), catalog_before);
+
+    // With Rekor back, the same command finishes: the pushed image is kept, then signed.
+    let summary = json(
+        &ok(
+            release(
+                tmp.path(),
+                &home,
+                &actions,
+                &ns,
+                &["--signing-config", s.var("SIGSTORE_SIGNING_CONFIG")],
+            ),
+            "re-run with Rekor",
+        )
+        .stdout,
+    );
+    assert_eq!(step(&summary, "push-bundle")["status"], "done", "{summary}");
+    assert_eq!(step(&summary, "sign")["status"], "ran", "{summary}");
+    let cosign_home = tmp.path().join("cosign-home");
+    std::fs::create_dir_all(&cosign_home).unwrap();
+    ok(
+        cosign3_verify(
+            s,
+            &cosign_home,
+            "verify",
+            &[
+                "--certificate-identity",
+                s.var("GITHUB_IDENTITY"),
+                "--certificate-oidc-issuer",
+                s.var("OIDC_ISSUER_URL"),
+            ],
+            &format!(
+                "{ns}/memcached-operator-bundle@{}",
+                summary["bundle"]["digest"].as_str().unwrap()
+            ),
+        ),
+        "cosign3 verify after the re-run",
+    );
 }
