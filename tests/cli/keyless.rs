@@ -604,3 +604,50 @@ fn github_actions_token_flow() {
         "cosign3 verify of the Actions-token signature",
     );
 }
+
+/// One `opship sign` of many images signs them a few at a time (the log integrates entries in
+/// batches) and reports them in the order given; cosign 3 verifies every one.
+#[test]
+fn keyless_sign_of_many_images_reports_them_in_order() {
+    let s = stack();
+    let reg = TestRegistry::start(None);
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let images: Vec<String> = (0..12)
+        .map(|i| {
+            let d = image(tmp.path(), &reg.addr, &format!("many{i}:1"));
+            format!("{}/many{i}@{d}", reg.addr)
+        })
+        .collect();
+    let r = ok(
+        run(opship_clean(&home)
+            .args(["sign", "--insecure", "--signing-config"])
+            .arg(s.var("SIGSTORE_SIGNING_CONFIG"))
+            .args(["--identity-token", &s.token("github", &[])])
+            .args(&images)),
+        "opship sign of 12 images",
+    );
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines.len(), images.len(), "{}", r.stdout);
+    for (i, line) in lines.iter().enumerate() {
+        assert!(line.starts_with(&format!("many{i}@sha256:")), "{line}");
+    }
+    for img in &images {
+        ok(
+            cosign3_verify(
+                s,
+                &home,
+                "verify",
+                &[
+                    "--certificate-identity",
+                    s.var("GITHUB_IDENTITY"),
+                    "--certificate-oidc-issuer",
+                    s.var("OIDC_ISSUER_URL"),
+                ],
+                img,
+            ),
+            "cosign3 verify",
+        );
+    }
+}
