@@ -3,8 +3,9 @@
 //! behind it); the bundle image, catalog image and chart signed and the provenance attested
 //! through the stack's Fulcio, Rekor v2 and timestamp authority, each checked by cosign 3
 //! with the workflow identity. Rekor down after Fulcio certified the key stops the release
-//! at its first signature with nothing of it in the registry; the same command finishes it
-//! once Rekor is back.
+//! at its first signature with nothing of it in the registry, and Rekor dying between the
+//! bundle's signature and the catalog image's leaves the catalog image unsigned; the same
+//! command finishes the release once Rekor is back.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -327,5 +328,125 @@ fn rekor_down_stops_the_release_with_nothing_half_written() {
             ),
         ),
         "cosign3 verify after the re-run",
+    );
+}
+
+/// Rekor behind a relay that forwards `N` requests and then exits (its port closed: Rekor
+/// is down from the next request on). Prints its port.
+const DYING_RELAY: &str = r#"
+import http.server, os, sys, urllib.request, urllib.error
+upstream, left = sys.argv[1], int(sys.argv[2])
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        global left
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        req = urllib.request.Request(upstream + self.path, data=body, method="POST",
+            headers={k: v for k, v in self.headers.items() if k.lower() in ("content-type", "accept")})
+        try:
+            r = urllib.request.urlopen(req); status, data, ctype = r.status, r.read(), r.headers.get("Content-Type", "")
+        except urllib.error.HTTPError as e:
+            status, data, ctype = e.code, e.read(), e.headers.get("Content-Type", "")
+        self.send_response(status); self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data))); self.send_header("Connection", "close")
+        self.end_headers(); self.wfile.write(data); self.wfile.flush()
+        left -= 1
+        if left == 0:
+            os._exit(0)
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+
+#[test]
+fn rekor_dying_mid_release_leaves_the_catalog_image_unsigned_until_the_rerun() {
+    let s = stack();
+    let reg = TestRegistry::start(None);
+    let (tmp, _) = sample_copy();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let actions = Actions::start(s);
+    let ns = format!("{}/sample", reg.addr);
+    let sc = s.var("SIGSTORE_SIGNING_CONFIG");
+    // The bundle image's signature and provenance get their entries; then Rekor is gone.
+    let rekor: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sc).unwrap()).unwrap();
+    let upstream = rekor["rekorTlogUrls"][0]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut relay = Command::new("python3")
+        .args(["-c", DYING_RELAY, &upstream, "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    std::io::BufReader::new(relay.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let relay_url = format!("http://127.0.0.1:{}", line.trim());
+    let r = release(
+        tmp.path(),
+        &home,
+        &actions,
+        &ns,
+        &["--signing-config", sc, "--rekor-url", &relay_url],
+    );
+    let _ = relay.kill();
+    let _ = relay.wait();
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("stopped at step `sign-catalog:") && r.stderr.contains("Rekor"),
+        "{}",
+        r.stderr
+    );
+    // The catalog image is pushed, with no signature, attestation or referrer of it.
+    assert_eq!(
+        cosign_tags(&reg.addr, "sample/memcached-operator-catalog"),
+        Vec::<String>::new()
+    );
+    let catalog_tag = format!("{ns}/memcached-operator-catalog:v0.1.0");
+    let cosign_home = tmp.path().join("cosign-home");
+    std::fs::create_dir_all(&cosign_home).unwrap();
+    let who = [
+        "--certificate-identity",
+        s.var("GITHUB_IDENTITY"),
+        "--certificate-oidc-issuer",
+        s.var("OIDC_ISSUER_URL"),
+    ];
+    refuses(
+        cosign3_verify(s, &cosign_home, "verify", &who, &catalog_tag),
+        "cosign3 verify of the unsigned catalog image",
+    );
+    // The bundle image's signature, made before, is whole.
+    ok(
+        cosign3_verify(
+            s,
+            &cosign_home,
+            "verify",
+            &who,
+            &format!("{ns}/memcached-operator-bundle:v0.1.0"),
+        ),
+        "cosign3 verify of the bundle image",
+    );
+    // The same release with Rekor reachable finishes: the catalog image is signed.
+    let summary = json(
+        &ok(
+            release(tmp.path(), &home, &actions, &ns, &["--signing-config", sc]),
+            "re-run with Rekor",
+        )
+        .stdout,
+    );
+    let catalog_step = summary["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"].as_str().unwrap().starts_with("sign-catalog:"))
+        .unwrap();
+    assert_eq!(catalog_step["status"], "ran", "{summary}");
+    ok(
+        cosign3_verify(s, &cosign_home, "verify", &who, &catalog_tag),
+        "cosign3 verify of the catalog image after the re-run",
     );
 }
