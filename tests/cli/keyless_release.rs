@@ -104,7 +104,8 @@ fn release_signs_keylessly_with_the_actions_token() {
     let issuer = s.var("OIDC_ISSUER_URL");
     let sc = s.var("SIGSTORE_SIGNING_CONFIG");
 
-    // The plan says keyless and where the token comes from; no key is made.
+    // The plan says keyless, the identity the token names and where it comes from (no
+    // certificate asked for); no key is made.
     let plan = json(
         &ok(
             release(tmp.path(), &home, &actions, &ns, &["--dry-run"]),
@@ -117,8 +118,14 @@ fn release_signs_keylessly_with_the_actions_token() {
         sign["description"]
             .as_str()
             .unwrap()
-            .contains("keylessly (identity token from GitHub Actions"),
+            .contains(&format!("keylessly as {identity} (issuer {issuer})")),
         "{sign}"
+    );
+    assert_eq!(plan["signature"]["keyless"]["identity"], identity, "{plan}");
+    assert_eq!(
+        plan["signature"]["keyless"]["tokenSource"],
+        "GitHub Actions (ACTIONS_ID_TOKEN_REQUEST_URL)",
+        "{plan}"
     );
     assert!(
         !sign["command"]
@@ -255,6 +262,17 @@ fn rekor_down_stops_the_release_with_nothing_half_written() {
     let catalog_dir = tmp.path().join("bundle/index");
     let catalog = |d: &Path| d.exists().then(|| read_tree(d));
     let catalog_before = catalog(&catalog_dir);
+    // A dry run reads the token: an expired one is an error before anything is planned.
+    let expired = s.token("github", &["--ttl", "-60"]);
+    let r = release(
+        tmp.path(),
+        &home,
+        &actions,
+        &ns,
+        &["--dry-run", "--identity-token", &expired],
+    );
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("expired at"), "{}", r.stderr);
     let closed = format!("http://127.0.0.1:{}", free_port());
     let r = release(
         tmp.path(),

@@ -128,6 +128,15 @@ pub(crate) fn release(
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    // A dry run of a keyless release reads the token (its expiry and audience checked) and
+    // names the identity it would sign as; no certificate is asked for.
+    if plan.dry_run && plan.keyless.is_some() {
+        rt.block_on(signer.preview())
+            .map_err(|message| Error::Check {
+                id: "sign".into(),
+                message,
+            })?;
+    }
     let client = match client {
         Some(c) => Some(Arc::new(c.join().map_err(|_| {
             Error::Config("setting up the registry client failed".into())

@@ -37,6 +37,8 @@ pub(crate) struct Signer {
     keyless: Option<KeylessPlan>,
     /// The keyless session (its certificate), started by the first step that signs.
     session: OnceCell<Session>,
+    /// A dry run's identity and issuer from the token's claims.
+    preview: OnceCell<(String, String)>,
     /// Where each keyless signature went, by the digest signed.
     keyless_signed: RefCell<BTreeMap<String, String>>,
 }
@@ -55,6 +57,7 @@ impl Signer {
             public: OnceCell::new(),
             keyless,
             session: OnceCell::new(),
+            preview: OnceCell::new(),
             keyless_signed: RefCell::new(BTreeMap::new()),
         }
     }
@@ -78,9 +81,39 @@ impl Signer {
         Ok(())
     }
 
-    /// The keyless session's certificate identity and issuer, once started.
+    /// The keyless session's certificate identity and issuer, once started; in a dry run,
+    /// what the token's claims say Fulcio will certify (see [`Signer::preview`]).
     pub(crate) fn keyless_identity(&self) -> Option<(&str, &str)> {
-        self.session.get().map(|s| (s.identity(), s.issuer()))
+        match self.session.get() {
+            Some(s) => Some((s.identity(), s.issuer())),
+            None => self.preview.get().map(|(i, s)| (i.as_str(), s.as_str())),
+        }
+    }
+
+    /// For a dry run: reads the identity token (checking its expiry and audience) and keeps the
+    /// identity its claims name, without asking Fulcio for a certificate.
+    pub(crate) async fn preview(&self) -> Result<(), String> {
+        let Some(k) = &self.keyless else {
+            return Ok(());
+        };
+        let timeout = if k.options.timeout.is_zero() {
+            std::time::Duration::from_secs(60)
+        } else {
+            k.options.timeout
+        };
+        let token = opship_oci::cosign::keyless::token::obtain(
+            k.options.identity_token.as_deref(),
+            &k.options.env,
+            timeout,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        let identity = token
+            .claims
+            .expected_identity()
+            .unwrap_or_else(|| token.claims.subject.clone());
+        let _ = self.preview.set((identity, token.claims.issuer.clone()));
+        Ok(())
     }
 
     /// Where the keyless signature of `digest` went, when this release made one.
