@@ -468,3 +468,35 @@ fn rekor_dying_mid_release_leaves_the_catalog_image_unsigned_until_the_rerun() {
         "cosign3 verify of the catalog image after the re-run",
     );
 }
+
+/// `--identity-token` where the release cannot sign keylessly is an error, not a key.
+#[test]
+fn an_identity_token_without_a_registry_or_with_a_key_is_an_error() {
+    let (tmp, _) = sample_copy();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let key = tmp.path().join("k.key");
+    std::fs::write(&key, "not read").unwrap();
+    std::fs::write(tmp.path().join("k.pub"), "not read").unwrap();
+    for (extra, reason) in [
+        (vec![], "needs a registry"),
+        (
+            vec![
+                "--registry",
+                "127.0.0.1:9/x",
+                "--key",
+                key.to_str().unwrap(),
+            ],
+            "a signing key is configured",
+        ),
+    ] {
+        let r = run(opship_clean(&home)
+            .current_dir(tmp.path())
+            .args(["-c", "bundle/opship.yaml", "release", "--version", "0.1.0"])
+            .args(["--dry-run", "--identity-token", "t.jwt"])
+            .args(&extra));
+        assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains(reason), "want {reason:?}: {}", r.stderr);
+        assert!(!tmp.path().join("bundle/.opship").exists());
+    }
+}

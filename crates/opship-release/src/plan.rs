@@ -98,11 +98,26 @@ impl KeylessPlan {
     /// Keyless signing when no key is configured, a registry is the target (keyless
     /// signatures are registry referrers or `.sig` manifests with certificates; a layout keeps
     /// the key) and a token source is there.
-    fn of(options: &crate::Options<'_>, configured: bool, registry: bool) -> Option<Self> {
+    fn of(options: &crate::Options<'_>, configured: bool, registry: bool) -> Result<Option<Self>> {
+        // A token in the environment is ambient (every CI job with `id-token: write` has
+        // one); `--identity-token` is asked for, so a release that cannot use it says why.
+        if options.keyless.options.identity_token.is_some() && (configured || !registry) {
+            return Err(Error::Config(
+                if configured {
+                    "--identity-token is for keyless signing, but a signing key is configured \
+                     (--key or `signing:`): use one or the other"
+                } else {
+                    "--identity-token is for keyless signing, which needs a registry \
+                     (--registry or `registry:`): a release into the OCI layout only signs \
+                     with a key"
+                }
+                .into(),
+            ));
+        }
         let k = &options.keyless.options;
         let flag = k.identity_token.as_deref();
         if configured || !registry || !k.env.available(flag) {
-            return None;
+            return Ok(None);
         }
         let token_file = flag.map(PathBuf::from).filter(|p| p.is_file());
         let token_source = match (flag, &token_file) {
@@ -111,13 +126,13 @@ impl KeylessPlan {
             (None, _) if k.env.sigstore_id_token.is_some() => "SIGSTORE_ID_TOKEN".to_owned(),
             (None, _) => "GitHub Actions (ACTIONS_ID_TOKEN_REQUEST_URL)".to_owned(),
         };
-        Some(KeylessPlan {
+        Ok(Some(KeylessPlan {
             token_source,
             token_file,
             signing_config: k.overrides.signing_config.clone(),
             options: k.clone(),
             format: options.keyless.format,
-        })
+        }))
     }
 }
 
@@ -222,7 +237,7 @@ impl Plan {
                 }
             }
         };
-        let keyless = KeylessPlan::of(options, !key.generated, registry.is_some());
+        let keyless = KeylessPlan::of(options, !key.generated, registry.is_some())?;
         if !key.generated && !key.key.exists() {
             return Err(Error::Config(format!(
                 "the signing key {} does not exist (`opship key generate` makes one; without \
