@@ -274,6 +274,10 @@ pub struct ReleaseArgs {
     /// per step start, finish and skip (with the step id), instead of the progress lines.
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub events: Option<EventFormat>,
+    /// Keyless signing, used when no key is configured (no --key, no `signing:`), the release
+    /// pushes to a registry and an identity token is there.
+    #[command(flatten)]
+    pub keyless: KeylessArgs,
 }
 
 /// `release --events`.

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Duration;
 
+use futures_util::StreamExt as _;
+
 use opship_oci::cosign::attestation::{self, Predicate};
 use opship_oci::cosign::keyless::services::Overrides;
 use opship_oci::cosign::keyless::token::TokenEnv;
@@ -16,7 +18,10 @@ use super::sign::{Target, client_of, clients_for};
 use super::{CmdError, ExitStatus};
 use crate::cli::{AttestArgs, KeylessArgs, SignArgs, SignFormat};
 
-fn options(k: &KeylessArgs) -> Options {
+/// Images signed at once by keyless `opship sign` (each holds a log entry in flight).
+const SIGN_CONCURRENCY: usize = 8;
+
+pub(super) fn options(k: &KeylessArgs) -> Options {
     Options {
         identity_token: k.identity_token.clone(),
         env: TokenEnv::from_process(),
@@ -79,30 +84,37 @@ pub fn sign(
     let session = rt.block_on(Session::start(&options(&args.keyless)))?;
     said(&session);
     let mut out = std::io::stdout().lock();
-    for (text, t) in targets {
-        let Target::Remote(reference) = t else {
-            continue;
-        };
-        let client = client_of(&clients, reference);
-        let report = rt.block_on(async {
-            let digest = client.resolve(reference).await?;
-            if let Some(d) = reference.digest()
-                && d != digest.as_str()
-            {
-                return Err(opship_oci::Error::Input(format!(
-                    "{text}: the registry answers {digest} for that digest"
-                )));
-            }
-            let format = format_for(args.keyless.format, client, reference, &digest).await?;
-            let identity = args
-                .identity
-                .clone()
-                .unwrap_or_else(|| identity_of(reference));
-            signing::sign_keyless(
-                client, reference, &digest, &session, &identity, notes, format,
-            )
-            .await
-        })?;
+    // Each signature waits on the log (rekor-tiles integrates entries in batches, about a
+    // second each): images are signed a few at a time, reported in the order given; the first
+    // failure stops the command (images before it are signed, as one after the other).
+    let remote = targets.iter().filter_map(|(text, t)| match t {
+        Target::Remote(reference) => Some((*text, reference)),
+        Target::Layout(..) => None,
+    });
+    let (session, clients) = (&session, &clients);
+    let mut signed = futures_util::stream::iter(remote.map(|(text, reference)| async move {
+        let client = client_of(clients, reference);
+        let digest = client.resolve(reference).await?;
+        if let Some(d) = reference.digest()
+            && d != digest.as_str()
+        {
+            return Err(opship_oci::Error::Input(format!(
+                "{text}: the registry answers {digest} for that digest"
+            )));
+        }
+        let format = format_for(args.keyless.format, client, reference, &digest).await?;
+        let identity = args
+            .identity
+            .clone()
+            .unwrap_or_else(|| identity_of(reference));
+        signing::sign_keyless(
+            client, reference, &digest, session, &identity, notes, format,
+        )
+        .await
+    }))
+    .buffered(SIGN_CONCURRENCY);
+    while let Some(report) = rt.block_on(signed.next()) {
+        let report = report?;
         eprintln!(
             "signed {} keylessly as {}: {}",
             report.digest,

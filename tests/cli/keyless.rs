@@ -5,7 +5,8 @@
 //! checks) and cosign 2 (`--ca-roots`, cosign 2 format) verify with the right identity and
 //! refuse a wrong identity, issuer or repository; the entries are in Rekor (its checkpoint);
 //! failures (no token, wrong audience, expired, Fulcio down, Rekor down after the
-//! certificate) exit 2 with the reason and write nothing to the registry.
+//! certificate) exit 2 with the reason and write nothing to the registry. The stack and its
+//! helpers are shared with `keyless_release`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,7 +17,7 @@ use crate::support_registry::{TestRegistry, free_port, isolated, manifest_status
 use crate::{Run, repo, run};
 
 /// A running stack: its directory and the variables of `DIR/env`.
-struct Stack {
+pub(crate) struct Stack {
     dir: PathBuf,
     env: BTreeMap<String, String>,
 }
@@ -26,7 +27,7 @@ fn stack_script(name: &str) -> PathBuf {
 }
 
 /// The stack, started on first use; a watcher runs `down` when this test process is gone.
-fn stack() -> &'static Stack {
+pub(crate) fn stack() -> &'static Stack {
     static STACK: OnceLock<Stack> = OnceLock::new();
     STACK.get_or_init(|| {
         let base = std::env::temp_dir().join(format!("opship-sigstore-{}", std::process::id()));
@@ -80,14 +81,14 @@ fn stack() -> &'static Stack {
 }
 
 impl Stack {
-    fn var(&self, k: &str) -> &str {
+    pub(crate) fn var(&self, k: &str) -> &str {
         self.env
             .get(k)
             .unwrap_or_else(|| panic!("{k} not in the stack's env"))
     }
 
     /// A fresh token file (`token DIR profile ARGS…`).
-    fn token(&self, profile: &str, extra: &[&str]) -> String {
+    pub(crate) fn token(&self, profile: &str, extra: &[&str]) -> String {
         let r = ok(
             run(Command::new(stack_script("token"))
                 .arg(&self.dir)
@@ -128,7 +129,7 @@ fn image(tmp: &Path, addr: &str, repo_tag: &str) -> String {
 }
 
 /// opship without any token in its environment.
-fn opship_clean(home: &Path) -> Command {
+pub(crate) fn opship_clean(home: &Path) -> Command {
     let mut c = isolated(home);
     c.env_remove("SIGSTORE_ID_TOKEN")
         .env_remove("ACTIONS_ID_TOKEN_REQUEST_URL")
@@ -137,7 +138,7 @@ fn opship_clean(home: &Path) -> Command {
     c
 }
 
-fn cosign(major: u8, home: &Path) -> Command {
+pub(crate) fn cosign(major: u8, home: &Path) -> Command {
     let name = format!("cosign{major}");
     require(
         &name,
@@ -150,7 +151,7 @@ fn cosign(major: u8, home: &Path) -> Command {
     c
 }
 
-fn refuses(r: Run, what: &str) -> Run {
+pub(crate) fn refuses(r: Run, what: &str) -> Run {
     assert_ne!(
         r.code, 0,
         "{what} should fail\nstdout:\n{}\nstderr:\n{}",
@@ -160,7 +161,13 @@ fn refuses(r: Run, what: &str) -> Run {
 }
 
 /// `cosign3 verify[-attestation]` with the trusted root (tlog and timestamps checked).
-fn cosign3_verify(s: &Stack, home: &Path, what: &str, extra: &[&str], image: &str) -> Run {
+pub(crate) fn cosign3_verify(
+    s: &Stack,
+    home: &Path,
+    what: &str,
+    extra: &[&str],
+    image: &str,
+) -> Run {
     run(cosign(3, home)
         .args([what, "--trusted-root", s.var("SIGSTORE_TRUSTED_ROOT")])
         .args(["--insecure-ignore-sct", "--allow-http-registry"])
@@ -520,7 +527,7 @@ fn attestation_follows_the_images_format() {
 
 /// GitHub Actions' token service on loopback (the stack's issuer behind it): answers
 /// `GET /token?audience=A` with `{"value": TOKEN}` for `Authorization: bearer SECRET` only.
-const ACTIONS_SERVER: &str = r#"
+pub(crate) const ACTIONS_SERVER: &str = r#"
 import http.server, json, sys, urllib.parse, urllib.request
 issuer, secret = sys.argv[1], sys.argv[2]
 class H(http.server.BaseHTTPRequestHandler):
@@ -596,6 +603,53 @@ fn github_actions_token_flow() {
         ),
         "cosign3 verify of the Actions-token signature",
     );
+}
+
+/// One `opship sign` of many images signs them a few at a time (the log integrates entries in
+/// batches) and reports them in the order given; cosign 3 verifies every one.
+#[test]
+fn keyless_sign_of_many_images_reports_them_in_order() {
+    let s = stack();
+    let reg = TestRegistry::start(None);
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let images: Vec<String> = (0..12)
+        .map(|i| {
+            let d = image(tmp.path(), &reg.addr, &format!("many{i}:1"));
+            format!("{}/many{i}@{d}", reg.addr)
+        })
+        .collect();
+    let r = ok(
+        run(opship_clean(&home)
+            .args(["sign", "--insecure", "--signing-config"])
+            .arg(s.var("SIGSTORE_SIGNING_CONFIG"))
+            .args(["--identity-token", &s.token("github", &[])])
+            .args(&images)),
+        "opship sign of 12 images",
+    );
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines.len(), images.len(), "{}", r.stdout);
+    for (i, line) in lines.iter().enumerate() {
+        assert!(line.starts_with(&format!("many{i}@sha256:")), "{line}");
+    }
+    for img in &images {
+        ok(
+            cosign3_verify(
+                s,
+                &home,
+                "verify",
+                &[
+                    "--certificate-identity",
+                    s.var("GITHUB_IDENTITY"),
+                    "--certificate-oidc-issuer",
+                    s.var("OIDC_ISSUER_URL"),
+                ],
+                img,
+            ),
+            "cosign3 verify",
+        );
+    }
 }
 
 /// `opship verify` / `verify-attestation` keylessly against the stack's trusted root: opship's

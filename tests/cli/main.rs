@@ -17,6 +17,7 @@ mod hostile_chart;
 mod hostile_validate;
 mod index;
 mod keyless;
+mod keyless_release;
 mod kill;
 mod layout_lock;
 mod manifests;

@@ -3,7 +3,9 @@
 # docker-registry as corpus/bundle-<n>:v1 (as bench-sign.sh does), a Sigstore stack from
 # ../shared/sigstore-stack, then one `opship sign` of N images keylessly (one certificate,
 # one Rekor v2 entry and one timestamp per image) next to a cosign 3 loop over the same images
-# (a certificate, entry and timestamp per image: cosign signs one image per process).
+# (a certificate, entry and timestamp per image: cosign signs one image per process); then a
+# cosign 3 verify loop (trusted root, tlog and timestamp checks, the workflow identity) over
+# the images opship signed, counting those that verify.
 #
 #   tests/scripts/bench-keyless.sh OPSHIP_BINARY [N] [CORPUS_DIR]     (N: images, default all)
 set -euo pipefail
@@ -43,13 +45,27 @@ timed() { /usr/bin/time -f '%e s wall, %U s user, %S s sys, %M KiB max RSS' -o "
 
 echo "== opship sign, keyless, all ${#refs[@]} in one process"
 tok=$("$stackdir/token" "$work/stack" github --ttl 3600)
-timed "$opship" sign --insecure --signing-config "$SIGSTORE_SIGNING_CONFIG" --identity-token "$tok" \
-  "${refs[@]}" >/dev/null 2>"$work/opship.log"
+timed bash -c '"$0" sign --insecure --signing-config "$1" --identity-token "$2" "${@:4}" \
+  >/dev/null 2>"$3"' "$opship" "$SIGSTORE_SIGNING_CONFIG" "$tok" "$work/opship.log" "${refs[@]}"
 echo "   $(grep -c "keylessly" "$work/opship.log") images signed"
 
 cosign=${COSIGN:-cosign3}
-echo "== $cosign sign, keyless, one process per image"
 mkdir -p "$work/home"
+echo "== $cosign verify of opship's keyless signatures, one process per image"
+start=$(date +%s.%N)
+verified=0
+for r in "${refs[@]}"; do
+  d=$(crane digest --insecure "$r")
+  if HOME="$work/home" "$cosign" verify --trusted-root "$SIGSTORE_TRUSTED_ROOT" \
+    --certificate-identity "$GITHUB_IDENTITY" --certificate-oidc-issuer "$OIDC_ISSUER_URL" \
+    --insecure-ignore-sct --allow-http-registry "${r%:v1}@$d" >/dev/null 2>&1; then
+    verified=$((verified + 1))
+  fi
+done
+end=$(date +%s.%N)
+echo "   $(python3 -c "print(f'{$end - $start:.1f}')") s wall; $verified of ${#refs[@]} verified"
+
+echo "== $cosign sign, keyless, one process per image"
 start=$(date +%s.%N)
 for r in "${refs[@]}"; do
   d=$(crane digest --insecure "$r")
