@@ -22,6 +22,8 @@ pub struct Request {
     pub manifests: Option<PathBuf>,
     /// Variables as given on make's command line (`make bundle IMG=…`).
     pub make_vars: Vec<(String, String)>,
+    /// The Makefile target that makes the bundle (default `bundle`).
+    pub target: Option<String>,
 }
 
 /// One setting and where it came from.
@@ -94,15 +96,30 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         }
     }
 
-    // operator-sdk's flags, as the bundle recipe passes them.
-    let flags = match var("BUNDLE_GEN_FLAGS")? {
-        Some((text, from)) => GenFlags::parse(&text, &from),
-        None => GenFlags::default(),
+    // What the bundle recipe runs, as the project's own make prints it.
+    let recipe = if makefile_path.is_file() {
+        Some(Recipe::read(dir, req.target.as_deref().unwrap_or("bundle"), &req.make_vars)?)
+    } else {
+        None
+    };
+    // operator-sdk's flags: those of the recipe's `generate bundle` line, else BUNDLE_GEN_FLAGS.
+    let flags = match recipe.as_ref().and_then(|r| r.flags.clone()) {
+        Some(f) => f,
+        None => match var("BUNDLE_GEN_FLAGS")? {
+            Some((text, from)) => GenFlags::parse(&text, &from),
+            None => GenFlags::default(),
+        },
     };
     for f in &flags.ignored {
-        to_decide.push(format!(
-            "operator-sdk flag `{f}` has no opship equivalent and is not used"
-        ));
+        to_decide.push(match f.as_str() {
+            "--manifests" | "--metadata" => format!(
+                "operator-sdk flag `{f}` writes only that half of the bundle and keeps the other as committed; opship writes both"
+            ),
+            _ => format!("operator-sdk flag `{f}` has no opship equivalent and is not used"),
+        });
+    }
+    if let Some(r) = &recipe {
+        to_decide.extend(r.notes.iter().cloned());
     }
 
     // Package: --package, else PROJECT's projectName (operator-sdk's default).
@@ -131,13 +148,12 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     });
 
     // The kustomization and the image edit the bundle recipe runs.
-    let recipe = mf.as_ref().and_then(Recipe::read);
     let manifests = match (
         &req.manifests,
         recipe.as_ref().and_then(|r| r.build_dir.clone()),
     ) {
         (Some(m), _) => (m.clone(), "--manifests".to_owned()),
-        (None, Some((d, line))) => (PathBuf::from(d), format!("Makefile:{line} (bundle recipe)")),
+        (None, Some((d, at))) => (PathBuf::from(d), format!("{at} (bundle recipe)")),
         (None, None) => (
             PathBuf::from("config/manifests"),
             "operator-sdk's layout".to_owned(),
@@ -164,13 +180,6 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         value: manifests.0.display().to_string(),
         from: manifests.1,
     });
-    if let Some(r) = &recipe {
-        for (line, text) in &r.edits {
-            to_decide.push(format!(
-                "Makefile:{line}: the bundle recipe edits the bundle after generation (`{text}`); opship does not run it"
-            ));
-        }
-    }
 
     // The base CSV: kubebuilder keeps it in <manifests>/bases/.
     let base = find_base_csv(&manifests_dir, &package.0)?;
@@ -194,19 +203,25 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         _ => None,
     };
     let version = match version {
-        Some((v, from)) => {
-            crate::bundle::parse_version(&v).map_err(|e| {
-                Error::Input(format!("{from}: the version `{v}` is not usable: {e}"))
-            })?;
-            found.push(Found {
-                key: "releases[0].version".into(),
-                value: v.clone(),
-                from,
-            });
-            Some(v)
-        }
+        Some((v, from)) => match crate::bundle::parse_version(&v) {
+            Ok(_) => {
+                found.push(Found {
+                    key: "releases[0].version".into(),
+                    value: v.clone(),
+                    from,
+                });
+                Some(v)
+            }
+            // A per-release value (`VERSION ?= main`, `""`): the release passes it.
+            Err(e) => {
+                to_decide.push(format!(
+                    "{from}: the default version `{v}` is not a release version ({e}); pass --version to generate and release, as with operator-sdk"
+                ));
+                None
+            }
+        },
         None => {
-            to_decide.push("no version found (no VERSION, no --version in BUNDLE_GEN_FLAGS, base CSV at 0.0.0): add a release".into());
+            to_decide.push("no version found (no VERSION, no --version in the bundle recipe, base CSV at 0.0.0): add a release".into());
             None
         }
     };
@@ -243,13 +258,18 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     // config/manager already maps the placeholder to.
     let placeholder = recipe
         .as_ref()
-        .and_then(|r| r.set_image.clone())
-        .map(|(name, _)| name)
+        .and_then(|r| r.set_image.as_ref())
+        .map(|s| s.name.clone())
         .unwrap_or_else(|| "controller".to_owned());
-    let img = var("IMG")?.filter(|(i, _)| i != DEFAULT_IMG && !i.is_empty());
-    let manager_dir = recipe
+    let set_image = recipe.as_ref().and_then(|r| r.set_image.clone());
+    let img = match set_image.as_ref().map(|s| (s.image.clone(), s.at.clone())) {
+        Some((i, at)) => Some((i, format!("{at} (kustomize edit set image)"))),
+        None => var("IMG")?,
+    }
+    .filter(|(i, _)| i != DEFAULT_IMG && !i.is_empty());
+    let manager_dir = set_image
         .as_ref()
-        .and_then(|r| r.set_image.as_ref().map(|(_, d)| d.clone()))
+        .map(|s| s.dir.clone())
         .unwrap_or_else(|| "config/manager".to_owned());
     let image = match img {
         Some(i) => Some(i),
@@ -257,6 +277,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     };
     let operator = match image {
         Some((reference, from)) => {
+            check_reference(&reference, &from)?;
             let (repo, tag) = crate::config::split_tag(&reference);
             let tag = tag.map(|t| match &version {
                 Some(v) if t.contains(v.as_str()) => t.replace(v.as_str(), "{version}"),
@@ -322,7 +343,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         key: "bundleDir".into(),
         value: bundle_dir.clone(),
         from: if flags.output_dir.is_some() {
-            "BUNDLE_GEN_FLAGS (--output-dir)".into()
+            flags.output_dir.clone().map(|(_, f)| f).unwrap_or_default()
         } else {
             "operator-sdk's default".into()
         },
@@ -334,7 +355,9 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     // Kinds operator-sdk drops without a word and opship refuses: excluded, and said so.
     let mut exclude_kinds = vec!["Namespace".to_owned()];
     let mut csv_base = None;
-    if let Ok(objects) = crate::kustomize::build(&manifests_dir, Some(&placeholder)) {
+    {
+        // A build that fails here fails `generate` too: said now, with kustomize's message.
+        let objects = crate::kustomize::build(&manifests_dir, Some(&placeholder))?;
         // A base CSV the kustomization does not include is given as csvBase.
         if !objects.iter().any(|o| o.kind() == "ClusterServiceVersion")
             && let Some((path, _)) = &base
@@ -398,8 +421,8 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     })
 }
 
-/// The operator-sdk flags of `BUNDLE_GEN_FLAGS` opship has an equivalent for.
-#[derive(Debug, Default)]
+/// The operator-sdk flags of the recipe's `generate bundle` line opship has an equivalent for.
+#[derive(Debug, Default, Clone)]
 struct GenFlags {
     version: Option<(String, String)>,
     channels: Option<(Vec<String>, String)>,
@@ -411,12 +434,21 @@ struct GenFlags {
 }
 
 impl GenFlags {
+    /// Flags in a make variable's value: split as the shell splits the command line.
     fn parse(text: &str, from: &str) -> GenFlags {
+        let words: Vec<String> = match crate::shell::split(text) {
+            Ok(c) => c.into_iter().flat_map(|c| c.words).collect(),
+            Err(_) => text.split_whitespace().map(str::to_owned).collect(),
+        };
+        GenFlags::from_words(&words, from)
+    }
+
+    /// Flags as the shell gives them to operator-sdk.
+    fn from_words(words: &[String], from: &str) -> GenFlags {
         let mut g = GenFlags::default();
-        let words: Vec<&str> = text.split_whitespace().collect();
         let mut i = 0;
         while i < words.len() {
-            let w = words[i];
+            let w = words[i].as_str();
             let (name, inline) = match w.split_once('=') {
                 Some((n, v)) => (n, Some(v.to_owned())),
                 None => (w, None),
@@ -438,7 +470,7 @@ impl GenFlags {
             );
             let value = if takes_value && inline.is_none() {
                 i += 1;
-                words.get(i).map(|v| (*v).to_owned())
+                words.get(i).cloned()
             } else {
                 inline
             };
@@ -452,7 +484,8 @@ impl GenFlags {
                 ("--package", Some(v)) => g.package = Some((v, src)),
                 ("--output-dir", Some(v)) => g.output_dir = Some((v, src)),
                 ("--use-image-digests", _) => g.use_image_digests = Some(src),
-                ("-q" | "--quiet" | "--overwrite" | "--manifests" | "--metadata", _) => {}
+                ("-q" | "--quiet" | "--overwrite", _) => {}
+                (n @ ("--manifests" | "--metadata"), _) => g.ignored.push(n.to_owned()),
                 (n, _) => g.ignored.push(n.to_owned()),
             }
             i += 1;
@@ -461,60 +494,222 @@ impl GenFlags {
     }
 }
 
-/// What the Makefile's `bundle` recipe runs.
+/// One `kustomize edit set image NAME=IMAGE` of the recipe.
+#[derive(Debug, Clone)]
+struct SetImage {
+    name: String,
+    image: String,
+    /// The directory it runs in (`cd DIR && …`).
+    dir: String,
+    /// `Makefile:LINE`.
+    at: String,
+}
+
+/// What the bundle target runs, from make's dry run.
 #[derive(Debug, Default)]
 struct Recipe {
-    /// `kustomize build DIR` piped into `generate bundle`, with its line.
-    build_dir: Option<(String, u32)>,
-    /// `cd DIR && kustomize edit set image NAME=…`: (NAME, DIR).
-    set_image: Option<(String, String)>,
-    /// Lines after the generation that change the bundle (sed, yq, mv, cp, rm …).
-    edits: Vec<(u32, String)>,
+    /// `kustomize build DIR` piped into `generate bundle`: (DIR, `Makefile:LINE`).
+    build_dir: Option<(String, String)>,
+    /// The flags of the `generate bundle` command (or of the BUNDLE_GEN_FLAGS it is given).
+    flags: Option<GenFlags>,
+    /// The image edit that sets the operator image (`controller=…`, else the first).
+    set_image: Option<SetImage>,
+    /// What the user has to know: commands opship does not run, with Makefile:LINE.
+    notes: Vec<String>,
 }
 
 impl Recipe {
-    fn read(mf: &Makefile) -> Option<Recipe> {
-        let rule = mf.rule("bundle")?;
+    fn read(dir: &Path, target: &str, vars: &[(String, String)]) -> Result<Recipe> {
+        let steps = crate::make::dry_run(dir, target, vars).map_err(|e| match e {
+            Error::Input(m) if m.contains(&format!("No rule to make target '{target}'")) => {
+                let c = bundle_targets(&dir.join("Makefile"));
+                Error::Input(if c.is_empty() {
+                    format!("{m}\nthe Makefile has no `{target}` target; name the one that makes the bundle with --target")
+                } else {
+                    format!("{m}\nthe Makefile has no `{target}` target; choose one with --target: {}", c.join(", "))
+                })
+            }
+            e => e,
+        })?;
         let mut r = Recipe::default();
+        let mut images: Vec<SetImage> = Vec::new();
         let mut generated = false;
-        for (line, text) in &rule.recipe {
-            let words: Vec<&str> = text.split_whitespace().collect();
-            if text.contains("generate bundle") {
-                generated = true;
-                if let Some(i) = words.iter().position(|w| *w == "build")
-                    && let Some(d) = words.get(i + 1)
-                    && let Some(d) = mf.expand_text(d)
-                {
-                    r.build_dir = Some((d, *line));
+        for step in &steps {
+            let at = step.location();
+            let cmds = match crate::shell::split(&step.text) {
+                Ok(c) => c,
+                Err(e) => {
+                    return Err(Error::Input(format!(
+                        "{at}: make would run `{}`, which a shell cannot read: {e}",
+                        step.text
+                    )));
                 }
+            };
+            let mut cd: Option<String> = None;
+            let mut uses = false;
+            for (i, c) in cmds.iter().enumerate() {
+                let w = &c.words;
+                if c.joint == crate::shell::Joint::Start {
+                    cd = None;
+                }
+                if w.first().map(String::as_str) == Some("cd") {
+                    cd = w.get(1).cloned();
+                    uses = true;
+                    continue;
+                }
+                if let Some(g) = w.iter().position(|x| x == "generate")
+                    && let Some(b) = w[g + 1..].iter().position(|x| !x.starts_with('-'))
+                    && w[g + 1 + b] == "bundle"
+                {
+                    uses = true;
+                    generated = true;
+                    // Global flags between `generate` and `bundle` (`--verbose`) change nothing.
+                    r.flags = Some(GenFlags::from_words(&w[g + 2 + b..], &at));
+                    // The pipeline in front of it: `kustomize build DIR [| filter …] |`.
+                    let mut j = i;
+                    while j > 0 && cmds[j].joint == crate::shell::Joint::Pipe {
+                        j -= 1;
+                        let p = &cmds[j].words;
+                        if let Some(k) = p.iter().position(|x| x == "build")
+                            && k > 0
+                            && p[k - 1].ends_with("kustomize")
+                            && let Some(d) = p[k + 1..].iter().find(|x| !x.starts_with('-'))
+                        {
+                            r.build_dir = Some((d.trim_end_matches('/').to_owned(), at.clone()));
+                        } else if let Some(prog) = p.first() {
+                            r.notes.push(format!(
+                                "{at}: the recipe pipes the build through `{}` before operator-sdk; opship does not run it",
+                                p.join(" ")
+                            ));
+                            let _ = prog;
+                        }
+                    }
+                    continue;
+                }
+                // `generate kustomize manifests` refreshes the base CSV from the Go markers;
+                // opship reads the base as committed.
+                if let Some(g) = w.iter().position(|x| x == "generate")
+                    && w[g + 1..].iter().find(|x| !x.starts_with('-')).is_some_and(|x| x == "kustomize")
+                {
+                    uses = true;
+                    continue;
+                }
+                if w.len() >= 4
+                    && w[0].ends_with("kustomize")
+                    && w[1] == "edit"
+                    && w[2] == "set"
+                    && w[3] == "image"
+                {
+                    uses = true;
+                    for arg in &w[4..] {
+                        if let Some((name, image)) = arg.split_once('=') {
+                            images.push(SetImage {
+                                name: name.to_owned(),
+                                image: image.to_owned(),
+                                dir: cd.clone().unwrap_or_else(|| ".".into()),
+                                at: at.clone(),
+                            });
+                        }
+                    }
+                    continue;
+                }
+                if w.len() >= 2 && w[0].ends_with("kustomize") && w[1] == "edit" {
+                    r.notes.push(format!(
+                        "{at}: `{}` edits the kustomization before the build; opship does not run it",
+                        w.join(" ")
+                    ));
+                    uses = true;
+                    continue;
+                }
+                // A script given the generation flags runs the generation itself.
+                if !generated
+                    && let Some((_, f)) = c.assignments.iter().find(|(k, _)| k == "BUNDLE_GEN_FLAGS")
+                {
+                    uses = true;
+                    r.flags = Some(GenFlags::parse(f, &format!("{at}: BUNDLE_GEN_FLAGS")));
+                    r.notes.push(format!(
+                        "{at}: the bundle is generated by `{}`, which opship does not read; its BUNDLE_GEN_FLAGS are used",
+                        w.join(" ")
+                    ));
+                }
+            }
+            if uses || step.text.contains("bundle validate") {
                 continue;
             }
-            if let Some(i) = words.iter().position(|w| *w == "image")
-                && i >= 2
-                && words[i - 1] == "set"
-                && words[i - 2] == "edit"
-                && let Some(arg) = words.get(i + 1)
-                && let Some((name, _)) = arg.split_once('=')
-            {
-                let dir = words
-                    .iter()
-                    .position(|w| *w == "cd")
-                    .and_then(|c| words.get(c + 1))
-                    .map(|d| (*d).to_owned())
-                    .unwrap_or_else(|| "config/manager".into());
-                r.set_image = Some((name.to_owned(), dir));
-                continue;
-            }
-            let edits = ["sed ", "yq ", "mv ", "cp ", "rm ", "cat ", ">"];
-            if generated
-                && !text.contains("bundle validate")
-                && edits.iter().any(|e| text.contains(e))
-            {
-                r.edits.push((*line, text.trim().to_owned()));
+            if let Some(sub) = step.sub_make() {
+                r.notes.push(format!(
+                    "{at}: the recipe runs `make {sub}` {}; opship does not run it",
+                    if generated { "after generation" } else { "before generation" }
+                ));
+            } else if step.target == target || generated {
+                r.notes.push(format!(
+                    "{at}: the recipe runs `{}` {}; opship does not run it",
+                    first_line(&step.text),
+                    if generated { "after generation" } else { "before generation" }
+                ));
             }
         }
-        Some(r)
+        // The operator's image is the placeholder `controller` (kubebuilder's name), else the
+        // first one set; the others (webhook, worker images) stay as the recipe sets them.
+        r.set_image = images
+            .iter()
+            .find(|i| i.name == "controller")
+            .or(images.first())
+            .cloned();
+        for i in &images {
+            if r.set_image.as_ref().is_some_and(|s| s.name != i.name || s.dir != i.dir) {
+                r.notes.push(format!(
+                    "{}: the recipe sets the image `{}` to `{}` in {}; opship does not run it",
+                    i.at, i.name, i.image, i.dir
+                ));
+            }
+        }
+        if r.flags.is_none() {
+            r.notes.push(format!(
+                "make's dry run of `{target}` runs no `operator-sdk generate bundle`: operator-sdk's defaults are used"
+            ));
+        }
+        Ok(r)
     }
+}
+
+/// Refuses what cannot be an image reference: a value built from an empty environment
+/// variable or a command that printed nothing (`quay.io//op`, `op:`), or a broken line.
+fn check_reference(r: &str, from: &str) -> Result<()> {
+    let (repo, tag) = crate::config::split_tag(r);
+    let ok = !repo.is_empty()
+        && r.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c))
+        && repo.split('/').all(|p| !p.is_empty())
+        && tag.is_none_or(|t| !t.is_empty());
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Input(format!(
+            "{from}: the operator image `{r}` is not an image reference (is it built from an environment variable or a command that gave nothing?); give it as on make's command line: --set IMG=<image>"
+        )))
+    }
+}
+
+fn first_line(s: &str) -> String {
+    let l = s.lines().next().unwrap_or_default();
+    if l.len() < s.len() { format!("{l} …") } else { l.to_owned() }
+}
+
+/// The Makefile's rule names that start with `bundle`, for `--target`.
+fn bundle_targets(makefile: &Path) -> Vec<String> {
+    let Ok(text) = crate::input::read_string(makefile, crate::input::Kind::Config) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with("bundle"))
+        .filter_map(|l| l.split_once(':').map(|(n, _)| n.trim().to_owned()))
+        .filter(|n| !n.contains(['$', ' ', '=']))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// `<manifests>/bases/*.clusterserviceversion.yaml` of the package (or the only one).
