@@ -276,3 +276,165 @@ bundle:\n\tcd config/manager && kustomize edit set image controller=$(IMG)\n\
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("already exists"), "{}", r.stderr);
 }
+
+/// `init` on a copy of a real project; the config text and stdout.
+fn init_real(name: &str, args: &[&str]) -> (tempfile::TempDir, PathBuf, crate::Run) {
+    let (t, p) = copy(name);
+    let r = run(opship()
+        .current_dir(&p)
+        .args(["init", "--from-operator-sdk"])
+        .args(args));
+    (t, p, r)
+}
+
+/// Issue 25, faults 1 and 2 (gitops): the flags of the recipe's own `generate bundle` line,
+/// from make's dry run, with the shell's quotes removed (`CHANNELS = "latest,gitops-1.8"`).
+#[test]
+fn recipe_line_flags_without_shell_quotes() {
+    let (_t, p, r) = init_real("gitops", &["--set", "VERSION=1.8.0"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
+    assert!(
+        cfg.contains("channels:\n- latest\n- gitops-1.8\n") && cfg.contains("defaultChannel: latest\n"),
+        "{cfg}"
+    );
+    assert!(cfg.contains("version: 1.8.0"), "{cfg}");
+    assert!(cfg.contains("Makefile:273: --channels"), "{cfg}");
+    assert!(!cfg.contains('"'), "{cfg}");
+}
+
+/// Issue 25, fault 1 (3scale): `--version $(BUNDLE_VERSION)` written in the recipe line wins
+/// over VERSION (0.0.0 there, made 0.0.1 by an `ifeq`).
+#[test]
+fn recipe_line_version_is_used() {
+    let (_t, p, r) = init_real("3scale", &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
+    assert!(cfg.contains("version: 0.0.1"), "{cfg}");
+    assert!(cfg.contains("Makefile:301: --version"), "{cfg}");
+}
+
+/// Issue 25, fault 5 (nhc): no plain `bundle` rule: an error listing the candidates, and
+/// `--target bundle-k8s` reads that target with its prerequisite `bundle-base`.
+#[test]
+fn several_bundle_targets_are_chosen_with_target() {
+    let (_t, p, r) = init_real("nhc", &[]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("--target") && r.stderr.contains("bundle-k8s") && r.stderr.contains("bundle-ocp"),
+        "{}",
+        r.stderr
+    );
+    assert!(!p.join("opship.yaml").exists());
+    let (_t, p, r) = init_real("nhc", &["--target", "bundle-k8s"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
+    assert!(cfg.contains("manifests: config/manifests/k8s\n"), "{cfg}");
+    // `$(MAKE) add-community-edition-to-display-name` after generation is listed.
+    assert!(
+        r.stdout.contains("make add-community-edition-to-display-name"),
+        "{}",
+        r.stdout
+    );
+}
+
+/// Issue 25, faults 8 and 9 (kmm, snr): with several `kustomize edit set image` lines the
+/// operator's is `controller`'s, the others are named; a filter piped between kustomize and
+/// operator-sdk is named.
+#[test]
+fn image_edits_and_filters_are_read_from_the_recipe() {
+    let (_t, p, r) = init_real("kmm", &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
+    assert!(
+        cfg.contains("image: quay.io/edge-infrastructure/kernel-module-management-operator\n"),
+        "{cfg}"
+    );
+    assert!(
+        r.stdout.contains("webhook-server") && r.stdout.contains("--extra-service-accounts"),
+        "{}",
+        r.stdout
+    );
+    let (_t, _p, r) = init_real("snr", &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("Makefile:309") && r.stdout.contains("envsubst"),
+        "{}",
+        r.stdout
+    );
+}
+
+/// Issue 25, faults 3 and 13: a default version that is not a release version is listed, not
+/// an error; an image built from the environment (`$(USER)` is not passed to make) is refused
+/// with the recipe's line and the `--set` that gives it.
+#[test]
+fn per_release_versions_and_environment_values() {
+    let recipe = "bundle:\n\tcd config/manager && kustomize edit set image controller=$(IMG)\n\
+\tkustomize build config/manifests | operator-sdk generate bundle -q --version $(VERSION)\n";
+    let (_t, p) = copy("sdk-go-memcached");
+    std::fs::write(
+        p.join("Makefile"),
+        format!("VERSION ?= main\nIMG ?= quay.io/x/op:v1\n{recipe}"),
+    )
+    .unwrap();
+    let r = run(opship().current_dir(&p).args(["init", "--from-operator-sdk"]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("`main` is not a release version") && r.stdout.contains("--version"),
+        "{}",
+        r.stdout
+    );
+    let (_t, p) = copy("sdk-go-memcached");
+    std::fs::write(
+        p.join("Makefile"),
+        format!("VERSION ?= 0.0.1\nIMG ?= quay.io/$(USER)/op:v1\n{recipe}"),
+    )
+    .unwrap();
+    let r = run(opship()
+        .current_dir(&p)
+        .env("USER", "someone")
+        .args(["init", "--from-operator-sdk"]));
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("quay.io//op:v1") && r.stderr.contains("Makefile:4") && r.stderr.contains("--set IMG="),
+        "{}",
+        r.stderr
+    );
+    assert!(!p.join("opship.yaml").exists());
+}
+
+/// Issue 25, proof 3: hostile Makefiles. make failing and a variable that expands without end
+/// are errors quoting make; a recipe that loops in `$(shell)` meets the deadline; nothing is
+/// written.
+#[test]
+fn hostile_makefiles_are_bounded() {
+    for (makefile, expect, env) in [
+        ("bundle:\n\t$(error broken on purpose)\n", "broken on purpose", None),
+        ("X = $(X)x\nbundle:\n\techo $(X)\n", "references itself", None),
+        ("X := $(shell while :; do :; done)\nbundle:\n\techo\n", "did not finish within 2 s", Some("2")),
+    ] {
+        let (_t, p) = copy("sdk-go-memcached");
+        std::fs::write(p.join("Makefile"), makefile).unwrap();
+        let mut c = opship();
+        c.current_dir(&p).args(["init", "--from-operator-sdk"]);
+        if let Some(t) = env {
+            c.env("OPSHIP_CHILD_TIMEOUT", t);
+        }
+        let r = run(&mut c);
+        assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains(expect), "{makefile}: {}", r.stderr);
+        assert!(!p.join("opship.yaml").exists());
+    }
+    // No make on PATH: said so, naming the Makefile.
+    let (t, p) = copy("sdk-go-memcached");
+    std::fs::write(p.join("Makefile"), "bundle:\n\techo\n").unwrap();
+    let empty = t.path().join("empty-path");
+    std::fs::create_dir(&empty).unwrap();
+    let r = run(opship()
+        .current_dir(&p)
+        .env("PATH", &empty)
+        .args(["init", "--from-operator-sdk"]));
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("needs GNU make on PATH"), "{}", r.stderr);
+    assert!(!p.join("opship.yaml").exists());
+}

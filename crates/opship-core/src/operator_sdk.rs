@@ -69,7 +69,17 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     let mut to_decide = Vec::new();
     let makefile_path = dir.join("Makefile");
     let mf = if makefile_path.is_file() {
-        Some(Makefile::read(&makefile_path, &req.make_vars)?)
+        // The recipe comes from make itself (below); this reading only gives the variables
+        // the recipe does not show, so a Makefile it cannot follow costs only those.
+        match Makefile::read(&makefile_path, &req.make_vars) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                to_decide.push(format!(
+                    "the variables the bundle recipe does not show (BUNDLE_IMG, IMAGE_TAG_BASE, USE_IMAGE_DIGESTS) were not read: {e}"
+                ));
+                None
+            }
+        }
     } else {
         to_decide.push(format!(
             "{} not found: operator-sdk's defaults are used (channel alpha, the base CSV's version)",
@@ -78,9 +88,19 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         // Values given as on make's command line still count.
         Some(Makefile::parse("", &makefile_path, &req.make_vars)?)
     };
+    // A value needing what the evaluator does not run ($(shell), $(call)) is left out and said
+    // so, naming the variable: init stops only for what the bundle needs.
+    let skipped = std::cell::RefCell::new(Vec::new());
     let var = |name: &str| -> Result<Option<(String, String)>> {
         let Some(mf) = &mf else { return Ok(None) };
-        Ok(mf.get(name)?.map(|v| {
+        let v = match mf.get(name) {
+            Ok(v) => v,
+            Err(e) => {
+                skipped.borrow_mut().push(format!("{name} was not read: {e}"));
+                return Ok(None);
+            }
+        };
+        Ok(v.map(|v| {
             let from = match v.line {
                 Some(l) => format!("Makefile:{l} ({name})"),
                 None => format!("--set {name}"),
@@ -400,6 +420,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         })
         .unwrap_or_default();
 
+    to_decide.extend(skipped.take());
     let config = Config {
         package: package.0,
         channels: channels.0,
