@@ -295,7 +295,8 @@ fn recipe_line_flags_without_shell_quotes() {
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
     assert!(
-        cfg.contains("channels:\n- latest\n- gitops-1.8\n") && cfg.contains("defaultChannel: latest\n"),
+        cfg.contains("channels:\n- latest\n- gitops-1.8\n")
+            && cfg.contains("defaultChannel: latest\n"),
         "{cfg}"
     );
     assert!(cfg.contains("version: 1.8.0"), "{cfg}");
@@ -321,7 +322,9 @@ fn several_bundle_targets_are_chosen_with_target() {
     let (_t, p, r) = init_real("nhc", &[]);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(
-        r.stderr.contains("--target") && r.stderr.contains("bundle-k8s") && r.stderr.contains("bundle-ocp"),
+        r.stderr.contains("--target")
+            && r.stderr.contains("bundle-k8s")
+            && r.stderr.contains("bundle-ocp"),
         "{}",
         r.stderr
     );
@@ -332,7 +335,8 @@ fn several_bundle_targets_are_chosen_with_target() {
     assert!(cfg.contains("manifests: config/manifests/k8s\n"), "{cfg}");
     // `$(MAKE) add-community-edition-to-display-name` after generation is listed.
     assert!(
-        r.stdout.contains("make add-community-edition-to-display-name"),
+        r.stdout
+            .contains("make add-community-edition-to-display-name"),
         "{}",
         r.stdout
     );
@@ -377,7 +381,9 @@ fn per_release_versions_and_environment_values() {
         format!("VERSION ?= main\nIMG ?= quay.io/x/op:v1\n{recipe}"),
     )
     .unwrap();
-    let r = run(opship().current_dir(&p).args(["init", "--from-operator-sdk"]));
+    let r = run(opship()
+        .current_dir(&p)
+        .args(["init", "--from-operator-sdk"]));
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(
         r.stdout.contains("`main` is not a release version") && r.stdout.contains("--version"),
@@ -396,7 +402,9 @@ fn per_release_versions_and_environment_values() {
         .args(["init", "--from-operator-sdk"]));
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(
-        r.stderr.contains("quay.io//op:v1") && r.stderr.contains("Makefile:4") && r.stderr.contains("--set IMG="),
+        r.stderr.contains("quay.io//op:v1")
+            && r.stderr.contains("Makefile:4")
+            && r.stderr.contains("--set IMG="),
         "{}",
         r.stderr
     );
@@ -409,9 +417,21 @@ fn per_release_versions_and_environment_values() {
 #[test]
 fn hostile_makefiles_are_bounded() {
     for (makefile, expect, env) in [
-        ("bundle:\n\t$(error broken on purpose)\n", "broken on purpose", None),
-        ("X = $(X)x\nbundle:\n\techo $(X)\n", "references itself", None),
-        ("X := $(shell while :; do :; done)\nbundle:\n\techo\n", "did not finish within 2 s", Some("2")),
+        (
+            "bundle:\n\t$(error broken on purpose)\n",
+            "broken on purpose",
+            None,
+        ),
+        (
+            "X = $(X)x\nbundle:\n\techo $(X)\n",
+            "references itself",
+            None,
+        ),
+        (
+            "X := $(shell while :; do :; done)\nbundle:\n\techo\n",
+            "did not finish within 2 s",
+            Some("2"),
+        ),
     ] {
         let (_t, p) = copy("sdk-go-memcached");
         std::fs::write(p.join("Makefile"), makefile).unwrap();

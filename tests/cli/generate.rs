@@ -860,8 +860,7 @@ fn a_kustomize_that_never_finishes_is_stopped() {
         .arg(&out));
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
-        r.stderr.contains("did not finish within 2 s")
-            && r.stderr.contains("process group killed"),
+        r.stderr.contains("did not finish within 2 s") && r.stderr.contains("process group killed"),
         "{}",
         r.stderr
     );

@@ -67,11 +67,7 @@ impl Output {
     /// stderr as text, trimmed, or `no message`.
     pub fn message(&self) -> String {
         let m = String::from_utf8_lossy(&self.stderr).trim().to_owned();
-        if m.is_empty() {
-            "no message".into()
-        } else {
-            m
-        }
+        if m.is_empty() { "no message".into() } else { m }
     }
 }
 
@@ -171,7 +167,8 @@ pub fn run(cmd: &mut Command, stdin: Option<&[u8]>, limits: Limits, shown: &str)
         // The child has exited, so its stdin pipe is broken and the writer done.
         let _ = f.join();
     }
-    let take = |b: &Arc<Mutex<Vec<u8>>>| std::mem::take(&mut *b.lock().unwrap_or_else(|p| p.into_inner()));
+    let take =
+        |b: &Arc<Mutex<Vec<u8>>>| std::mem::take(&mut *b.lock().unwrap_or_else(|p| p.into_inner()));
     Ok(Output {
         status,
         stdout: take(&stdout),
@@ -342,7 +339,11 @@ mod tests {
         let e = run(&mut sh(&script), None, limits(0.5, 1024), "sh -c loop")
             .unwrap_err()
             .to_string();
-        assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
         assert!(e.contains("did not finish within 0.5 s"), "{e}");
         assert!(e.contains("process group killed"), "{e}");
         std::thread::sleep(Duration::from_millis(2500));
@@ -369,7 +370,11 @@ mod tests {
             "sh",
         )
         .unwrap();
-        assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
         assert_eq!(o.stdout, b"done\n");
         assert!(o.status.success());
     }

@@ -44,10 +44,7 @@ impl Step {
 
     /// The sub-target when the command is a sub-make (`$(MAKE) target`).
     pub fn sub_make(&self) -> Option<&str> {
-        self.text
-            .trim_start()
-            .strip_prefix(SUB_MAKE)
-            .map(str::trim)
+        self.text.trim_start().strip_prefix(SUB_MAKE).map(str::trim)
     }
 }
 
@@ -114,7 +111,9 @@ fn parse(text: &str, dir: &Path) -> Vec<Step> {
     let mut steps: Vec<Step> = Vec::new();
     let mut current: Option<(String, u32, String)> = None;
     let mut group: Vec<String> = Vec::new();
-    let flush = |steps: &mut Vec<Step>, current: &Option<(String, u32, String)>, group: &mut Vec<String>| {
+    let flush = |steps: &mut Vec<Step>,
+                 current: &Option<(String, u32, String)>,
+                 group: &mut Vec<String>| {
         let Some((file, rule, target)) = current else {
             group.clear();
             return;
@@ -188,7 +187,10 @@ fn recipe_lines(file: &Path, rule: u32) -> Vec<u32> {
 fn is_conditional(t: &str) -> bool {
     ["ifeq", "ifneq", "ifdef", "ifndef", "else", "endif"]
         .iter()
-        .any(|k| t.strip_prefix(k).is_some_and(|r| r.is_empty() || r.starts_with([' ', '\t', '('])))
+        .any(|k| {
+            t.strip_prefix(k)
+                .is_some_and(|r| r.is_empty() || r.starts_with([' ', '\t', '(']))
+        })
 }
 
 fn rel(dir: &Path, file: &str) -> String {
@@ -236,6 +238,9 @@ mod tests {
         assert!(e.contains("No rule to make target 'missing'"), "{e}");
         std::fs::write(d.path().join("Makefile"), "X = $(X) y\nall:\n\techo $(X)\n").unwrap();
         let e = dry_run(d.path(), "all", &[]).unwrap_err().to_string();
-        assert!(e.contains("Makefile:1") && e.contains("references itself"), "{e}");
+        assert!(
+            e.contains("Makefile:1") && e.contains("references itself"),
+            "{e}"
+        );
     }
 }

@@ -96,7 +96,9 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         let v = match mf.get(name) {
             Ok(v) => v,
             Err(e) => {
-                skipped.borrow_mut().push(format!("{name} was not read: {e}"));
+                skipped
+                    .borrow_mut()
+                    .push(format!("{name} was not read: {e}"));
                 return Ok(None);
             }
         };
@@ -118,7 +120,11 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
 
     // What the bundle recipe runs, as the project's own make prints it.
     let recipe = if makefile_path.is_file() {
-        Some(Recipe::read(dir, req.target.as_deref().unwrap_or("bundle"), &req.make_vars)?)
+        Some(Recipe::read(
+            dir,
+            req.target.as_deref().unwrap_or("bundle"),
+            &req.make_vars,
+        )?)
     } else {
         None
     };
@@ -597,12 +603,11 @@ impl Recipe {
                             && let Some(d) = p[k + 1..].iter().find(|x| !x.starts_with('-'))
                         {
                             r.build_dir = Some((d.trim_end_matches('/').to_owned(), at.clone()));
-                        } else if let Some(prog) = p.first() {
+                        } else if !p.is_empty() {
                             r.notes.push(format!(
                                 "{at}: the recipe pipes the build through `{}` before operator-sdk; opship does not run it",
                                 p.join(" ")
                             ));
-                            let _ = prog;
                         }
                     }
                     continue;
@@ -610,7 +615,10 @@ impl Recipe {
                 // `generate kustomize manifests` refreshes the base CSV from the Go markers;
                 // opship reads the base as committed.
                 if let Some(g) = w.iter().position(|x| x == "generate")
-                    && w[g + 1..].iter().find(|x| !x.starts_with('-')).is_some_and(|x| x == "kustomize")
+                    && w[g + 1..]
+                        .iter()
+                        .find(|x| !x.starts_with('-'))
+                        .is_some_and(|x| x == "kustomize")
                 {
                     uses = true;
                     continue;
@@ -644,7 +652,8 @@ impl Recipe {
                 }
                 // A script given the generation flags runs the generation itself.
                 if !generated
-                    && let Some((_, f)) = c.assignments.iter().find(|(k, _)| k == "BUNDLE_GEN_FLAGS")
+                    && let Some((_, f)) =
+                        c.assignments.iter().find(|(k, _)| k == "BUNDLE_GEN_FLAGS")
                 {
                     uses = true;
                     r.flags = Some(GenFlags::parse(f, &format!("{at}: BUNDLE_GEN_FLAGS")));
@@ -660,13 +669,21 @@ impl Recipe {
             if let Some(sub) = step.sub_make() {
                 r.notes.push(format!(
                     "{at}: the recipe runs `make {sub}` {}; opship does not run it",
-                    if generated { "after generation" } else { "before generation" }
+                    if generated {
+                        "after generation"
+                    } else {
+                        "before generation"
+                    }
                 ));
             } else if step.target == target || generated {
                 r.notes.push(format!(
                     "{at}: the recipe runs `{}` {}; opship does not run it",
                     first_line(&step.text),
-                    if generated { "after generation" } else { "before generation" }
+                    if generated {
+                        "after generation"
+                    } else {
+                        "before generation"
+                    }
                 ));
             }
         }
@@ -678,7 +695,10 @@ impl Recipe {
             .or(images.first())
             .cloned();
         for i in &images {
-            if r.set_image.as_ref().is_some_and(|s| s.name != i.name || s.dir != i.dir) {
+            if r.set_image
+                .as_ref()
+                .is_some_and(|s| s.name != i.name || s.dir != i.dir)
+            {
                 r.notes.push(format!(
                     "{}: the recipe sets the image `{}` to `{}` in {}; opship does not run it",
                     i.at, i.name, i.image, i.dir
@@ -714,7 +734,11 @@ fn check_reference(r: &str, from: &str) -> Result<()> {
 
 fn first_line(s: &str) -> String {
     let l = s.lines().next().unwrap_or_default();
-    if l.len() < s.len() { format!("{l} …") } else { l.to_owned() }
+    if l.len() < s.len() {
+        format!("{l} …")
+    } else {
+        l.to_owned()
+    }
 }
 
 /// The Makefile's rule names that start with `bundle`, for `--target`.

@@ -200,7 +200,9 @@ mod tests {
     #[test]
     fn quotes_and_escapes() {
         assert_eq!(
-            words(r#"op --channels "latest,gitops-1.8" --default-channel 'latest' a\ b "x\"y" 'q\n'"#),
+            words(
+                r#"op --channels "latest,gitops-1.8" --default-channel 'latest' a\ b "x\"y" 'q\n'"#
+            ),
             vec![vec![
                 "op",
                 "--channels",
@@ -218,7 +220,10 @@ mod tests {
 
     #[test]
     fn operators_and_assignments() {
-        let s = split("cd config/manager && k edit set image c=i:1 ; (x | y) || z & A=1 B='2 3' ./gen --f").unwrap();
+        let s = split(
+            "cd config/manager && k edit set image c=i:1 ; (x | y) || z & A=1 B='2 3' ./gen --f",
+        )
+        .unwrap();
         let got: Vec<(Joint, Vec<String>)> = s.iter().map(|c| (c.joint, c.words.clone())).collect();
         let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(
@@ -236,6 +241,9 @@ mod tests {
             s[5].assignments,
             vec![("A".into(), "1".into()), ("B".into(), "2 3".into())]
         );
-        assert_eq!(words("echo $(a | b) c # d"), vec![vec!["echo", "$(a | b)", "c"]]);
+        assert_eq!(
+            words("echo $(a | b) c # d"),
+            vec![vec!["echo", "$(a | b)", "c"]]
+        );
     }
 }
