@@ -7,7 +7,6 @@
 //! place where a child's process group id is known and where it is killed and waited for (a
 //! signal handler that must kill live children registers and unregisters groups there).
 
-use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus, Stdio};
@@ -174,19 +173,6 @@ pub fn run(cmd: &mut Command, stdin: Option<&[u8]>, limits: Limits, shown: &str)
         stdout: take(&stdout),
         stderr: take(&stderr),
     })
-}
-
-/// The command as a user would type it: the program's file name and the arguments.
-pub fn describe(program: &OsStr, args: &[&OsStr]) -> String {
-    let name = std::path::Path::new(program)
-        .file_name()
-        .unwrap_or(program)
-        .to_string_lossy()
-        .into_owned();
-    std::iter::once(name)
-        .chain(args.iter().map(|a| a.to_string_lossy().into_owned()))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 fn size(n: u64) -> String {
