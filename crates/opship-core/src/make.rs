@@ -155,21 +155,32 @@ fn parse(text: &str, dir: &Path) -> Vec<Step> {
     steps
 }
 
-/// The first physical line of each recipe line of the rule at `rule` in `file`.
+/// The first physical line of each recipe line of the recipe that starts at line `rule` of
+/// `file` (make's trace names a recipe's first line).
 fn recipe_lines(file: &Path, rule: u32) -> Vec<u32> {
     let Ok(text) = crate::input::read_string(file, crate::input::Kind::Config) else {
         return Vec::new();
     };
     let mut out = Vec::new();
     let mut continued = false;
-    for (i, l) in text.lines().enumerate().skip(rule as usize) {
+    for (i, l) in text
+        .lines()
+        .enumerate()
+        .skip(rule.saturating_sub(1) as usize)
+    {
         let n = i as u32 + 1;
         if continued {
             continued = l.ends_with('\\');
             continue;
         }
         if let Some(cmd) = l.strip_prefix('\t') {
-            if !cmd.trim().is_empty() {
+            // make prints nothing for a line that expands to nothing (`$(info …)`).
+            let t = cmd.trim();
+            if !t.is_empty()
+                && !["$(info ", "$(warning ", "$(eval "]
+                    .iter()
+                    .any(|p| t.starts_with(p))
+            {
                 out.push(n);
             }
             continued = l.ends_with('\\');
