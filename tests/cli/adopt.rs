@@ -295,13 +295,16 @@ fn recipe_line_flags_without_shell_quotes() {
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
     assert!(
-        cfg.contains("channels:\n- latest\n- gitops-1.8\n")
+        cfg.contains("channels:\n  - latest\n  - gitops-1.8\n")
             && cfg.contains("defaultChannel: latest\n"),
         "{cfg}"
     );
-    assert!(cfg.contains("version: 1.8.0"), "{cfg}");
+    assert!(cfg.contains("version: \"1.8.0\"\n"), "{cfg}");
     assert!(cfg.contains("Makefile:273: --channels"), "{cfg}");
-    assert!(!cfg.contains('"'), "{cfg}");
+    assert!(
+        !cfg.contains("\"latest") && !cfg.contains("1.8\"\n  -"),
+        "{cfg}"
+    );
 }
 
 /// Issue 25, fault 1 (3scale): `--version $(BUNDLE_VERSION)` written in the recipe line wins

@@ -138,8 +138,11 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     };
     for f in &flags.ignored {
         to_decide.push(match f.as_str() {
-            "--manifests" | "--metadata" => format!(
-                "operator-sdk flag `{f}` writes only that half of the bundle and keeps the other as committed; opship writes both"
+            "--manifests" => format!(
+                "operator-sdk flag `{f}` writes only the manifests and keeps metadata/ as committed; opship writes both, with the package, channels and labels of the committed metadata/annotations.yaml"
+            ),
+            "--metadata" => format!(
+                "operator-sdk flag `{f}` writes only metadata/ and keeps the manifests as committed; opship writes both"
             ),
             _ => format!("operator-sdk flag `{f}` has no opship equivalent and is not used"),
         });
@@ -358,6 +361,18 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         }
     }
 
+    // The accounts whose RBAC operator-sdk folds into the CSV beside the deployments' own.
+    let extra_service_accounts = match &flags.extra_service_accounts {
+        Some((names, from)) if !names.is_empty() => {
+            found.push(Found {
+                key: "extraServiceAccounts".into(),
+                value: names.join(","),
+                from: from.clone(),
+            });
+            names.clone()
+        }
+        _ => Vec::new(),
+    };
     let use_digests = flags.use_image_digests.is_some()
         || var("USE_IMAGE_DIGESTS")?.is_some_and(|(v, _)| v == "true");
     let bundle_dir = flags
@@ -426,11 +441,54 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         })
         .unwrap_or_default();
 
+    // `generate bundle --manifests` alone keeps metadata/ as committed: its package, channels
+    // and extra labels are what the bundle ships with.
+    let package = package.0;
+    let mut channels = channels.0;
+    let mut default_channel = default_channel;
+    let mut labels = std::collections::BTreeMap::new();
+    if flags.ignored.iter().any(|f| f == "--manifests")
+        && !flags.ignored.iter().any(|f| f == "--metadata")
+    {
+        let path = dir.join(&bundle_dir).join("metadata/annotations.yaml");
+        if let Some(kept) = committed_metadata(&path)? {
+            let from = format!("{} (kept by --manifests)", rel(dir, &path));
+            let mut set = |key: &str, value: String| {
+                found.retain(|f| f.key != key);
+                found.push(Found {
+                    key: key.into(),
+                    value,
+                    from: from.clone(),
+                });
+            };
+            // The CSV is named after the package (operator-sdk's `--package`): a different
+            // package in the kept metadata is a mismatch opship does not copy.
+            if let Some(p) = kept.package.filter(|p| *p != package) {
+                to_decide.push(format!(
+                    "{from} names the package `{p}`, but the CSV is generated as package `{package}` (operator-sdk's --package): opship writes `{package}` in both; set package (and the base CSV's name) to choose"
+                ));
+            }
+            if let Some(c) = kept.channels {
+                set("channels", c.join(","));
+                channels = c;
+            }
+            if let Some(d) = kept.default_channel {
+                set("defaultChannel", d.clone());
+                default_channel = Some(d);
+            }
+            for (k, v) in kept.labels {
+                set(&format!("labels.{k}"), v.clone());
+                labels.insert(k, v);
+            }
+        }
+    }
+
     to_decide.extend(skipped.take());
     let config = Config {
-        package: package.0,
-        channels: channels.0,
+        package,
+        channels,
         default_channel,
+        labels,
         operator,
         manifests: Some(manifests.0),
         csv_base,
@@ -439,6 +497,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         exclude_kinds: Some(exclude_kinds),
         releases,
         use_image_digests: use_digests,
+        extra_service_accounts,
         ..Config::default()
     };
     Ok(Adoption {
@@ -457,6 +516,7 @@ struct GenFlags {
     package: Option<(String, String)>,
     output_dir: Option<(String, String)>,
     use_image_digests: Option<String>,
+    extra_service_accounts: Option<(Vec<String>, String)>,
     ignored: Vec<String>,
 }
 
@@ -511,6 +571,15 @@ impl GenFlags {
                 ("--package", Some(v)) => g.package = Some((v, src)),
                 ("--output-dir", Some(v)) => g.output_dir = Some((v, src)),
                 ("--use-image-digests", _) => g.use_image_digests = Some(src),
+                ("--extra-service-accounts", Some(v)) => {
+                    let names = v
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|n| !n.is_empty())
+                        .map(str::to_owned)
+                        .collect();
+                    g.extra_service_accounts = Some((names, src));
+                }
                 ("-q" | "--quiet" | "--overwrite", _) => {}
                 (n @ ("--manifests" | "--metadata"), _) => g.ignored.push(n.to_owned()),
                 (n, _) => g.ignored.push(n.to_owned()),
@@ -712,6 +781,48 @@ impl Recipe {
         }
         Ok(r)
     }
+}
+
+/// What a committed `metadata/annotations.yaml` says.
+#[derive(Debug, Default)]
+struct KeptMetadata {
+    package: Option<String>,
+    channels: Option<Vec<String>>,
+    default_channel: Option<String>,
+    /// Annotations that are not operator-sdk's own (`com.redhat.openshift.versions`).
+    labels: Vec<(String, String)>,
+}
+
+/// Reads the committed bundle's `metadata/annotations.yaml`, when there is one.
+fn committed_metadata(path: &Path) -> Result<Option<KeptMetadata>> {
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let doc = yaml::parse_one(&yaml::read_text_of(path, crate::input::Kind::Config)?, path)?;
+    let Some(map) = doc.value["annotations"].as_object() else {
+        return Err(Error::invalid(
+            doc.origin(""),
+            "metadata/annotations.yaml has no `annotations` mapping",
+        ));
+    };
+    let mut kept = KeptMetadata::default();
+    for (k, v) in map {
+        let Some(v) = v.as_str() else { continue };
+        match k.as_str() {
+            "operators.operatorframework.io.bundle.package.v1" => {
+                kept.package = Some(v.to_owned());
+            }
+            "operators.operatorframework.io.bundle.channels.v1" => {
+                kept.channels = Some(v.split(',').map(|c| c.trim().to_owned()).collect());
+            }
+            "operators.operatorframework.io.bundle.channel.default.v1" => {
+                kept.default_channel = Some(v.to_owned());
+            }
+            k if k.starts_with("operators.operatorframework.io.") => {}
+            k => kept.labels.push((k.to_owned(), v.to_owned())),
+        }
+    }
+    Ok(Some(kept))
 }
 
 /// Refuses what cannot be an image reference: a value built from an empty environment
