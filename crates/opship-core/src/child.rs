@@ -176,7 +176,7 @@ pub fn run(cmd: &mut Command, stdin: Option<&[u8]>, limits: Limits, shown: &str)
 }
 
 fn size(n: u64) -> String {
-    if n >= 1024 * 1024 && n % (1024 * 1024) == 0 {
+    if n >= 1024 * 1024 && n.is_multiple_of(1024 * 1024) {
         format!("{} MiB", n / (1024 * 1024))
     } else {
         format!("{n} bytes")
