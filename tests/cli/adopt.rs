@@ -604,3 +604,19 @@ fn real_makefiles_reproduce_make_bundle() {
         );
     }
 }
+
+/// Issue 25, fault 12 (grafana): a `kustomize build` that fails during init is an error with
+/// kustomize's message, not a config without `csvBase`; nothing is written.
+#[test]
+fn failed_kustomize_build_stops_init() {
+    let (_t, p, r) = init_real("grafana", &[]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("kustomize build")
+            && r.stderr.contains("config/manifests")
+            && r.stderr.contains("GrafanaNotificationTemplate"),
+        "{}",
+        r.stderr
+    );
+    assert!(!p.join("opship.yaml").exists());
+}
