@@ -435,6 +435,11 @@ fn hostile_makefiles_are_bounded() {
             "did not finish within 2 s",
             Some("2"),
         ),
+        (
+            &*format!("bundle:\n\techo {}\n", "a".repeat(10_000_000)),
+            "larger than",
+            None,
+        ),
     ] {
         let (_t, p) = copy("sdk-go-memcached");
         std::fs::write(p.join("Makefile"), makefile).unwrap();

@@ -68,6 +68,11 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     let mut found = Vec::new();
     let mut to_decide = Vec::new();
     let makefile_path = dir.join("Makefile");
+    if makefile_path.is_file() {
+        // A Makefile past a configuration file's budget (a 10 MB line) is refused before make
+        // runs on it.
+        crate::input::read(&makefile_path, crate::input::Kind::Config)?;
+    }
     let mf = if makefile_path.is_file() {
         // The recipe comes from make itself (below); this reading only gives the variables
         // the recipe does not show, so a Makefile it cannot follow costs only those.
