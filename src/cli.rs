@@ -601,6 +601,11 @@ pub struct InitArgs {
     /// repeatable.
     #[arg(long = "set", value_name = "VAR=VALUE")]
     pub make_vars: Vec<String>,
+    /// With --from-operator-sdk: the Makefile target that makes the bundle (default `bundle`;
+    /// e.g. `bundle-k8s` when the project has several). Read from a dry run of the project's
+    /// own make (`make -n`), which evaluates `$(shell ...)` as `make bundle` does.
+    #[arg(long, value_name = "TARGET")]
+    pub target: Option<String>,
     /// Where to write the config (default: opship.yaml, in DIR when adopting).
     #[arg(long)]
     pub path: Option<PathBuf>,

@@ -413,7 +413,7 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
     if let Some(sc) = &c.scorecard {
         files.insert(
             "tests/scorecard/config.yaml".into(),
-            yaml::to_string(sc.value())?.into_bytes(),
+            yaml::to_string(&scorecard_config(sc.value()))?.into_bytes(),
         );
     }
 
@@ -424,6 +424,17 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
         metadata,
         warnings,
     })
+}
+
+/// The scorecard `Configuration` as operator-sdk writes it: its type's metadata holds only the
+/// name, so labels and annotations a kustomization adds to every object (`commonLabels`) are
+/// not written.
+fn scorecard_config(v: &serde_json::Value) -> serde_json::Value {
+    let mut out = v.clone();
+    if let Some(m) = out.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+        m.retain(|k, _| k == "name");
+    }
+    out
 }
 
 /// Annotations of the base that name the tool and project layout which scaffolded it.
