@@ -1143,6 +1143,38 @@ pub enum CatalogCommand {
         after_help = "Examples:\n  opship catalog dockerfile index\n  opship catalog dockerfile index -i scratch -l com.example.team=storage"
     )]
     Dockerfile(CatalogDockerfileArgs),
+    /// Verify the signature of every bundle image a catalog references (and of the catalog
+    /// image, when given) with the trusted keys or the keyless identity.
+    #[command(
+        after_help = "Each bundle image must be referenced by digest and have a signature that verifies with one of the --key files (or, without --key, a certificate for the identity options) and names the bundle's own repository. Signatures are read from each image's registry (`.sig` manifests and cosign 3's Sigstore bundle referrers), or with --layout from an OCI layout holding the images and their `.sig` tags. Exit status: 0 every image verified, 1 one did not (each is listed with why), 2 usage or runtime error.\n\nExamples:\n  opship catalog verify index --key cosign.pub --key partner.pub\n  opship catalog verify index --key cosign.pub --catalog-image quay.io/example/catalog:v4.17 -o json\n  opship catalog verify index --certificate-identity-regexp '^https://github.com/example/' --certificate-oidc-issuer https://token.actions.githubusercontent.com"
+    )]
+    Verify(CatalogVerifyArgs),
+}
+
+/// `opship catalog verify`.
+#[derive(Debug, Args)]
+pub struct CatalogVerifyArgs {
+    /// Catalog directory.
+    pub index: PathBuf,
+    /// Trusted public key (PEM `PUBLIC KEY`; repeatable: an image passes with any of them);
+    /// without it, keyless by the certificate identity options.
+    #[arg(long, value_name = "PUB", conflicts_with_all = ["certificate_identity", "certificate_identity_regexp"])]
+    pub key: Vec<PathBuf>,
+    #[command(flatten)]
+    pub keyless: KeylessVerifyArgs,
+    /// The catalog image, verified too (`REGISTRY/REPO:TAG` or `@DIGEST`).
+    #[arg(long, value_name = "REF")]
+    pub catalog_image: Option<String>,
+    /// Read the images and their signatures from this OCI layout (found by digest).
+    #[arg(long, value_name = "DIR")]
+    pub layout: Option<PathBuf>,
+    /// Output: text, or JSON (one entry per image with its verdict).
+    #[arg(long, short, value_enum, default_value_t = RegistryOutput::Text)]
+    pub output: RegistryOutput,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    #[command(flatten)]
+    pub limits: DeadlineArgs,
 }
 
 /// How the CSV of a rendered bundle is carried.

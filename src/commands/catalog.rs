@@ -12,8 +12,8 @@ use super::{CmdError, ExitStatus};
 use crate::cli::{
     CatalogAddArgs, CatalogBuildArgs, CatalogCommand, CatalogDeprecateArgs, CatalogDockerfileArgs,
     CatalogGraphArgs, CatalogOutput, CatalogRenderArgs, CatalogReport, CatalogTemplateArgs,
-    CatalogValidateArgs, CsvFormatArg, GraphFormat, ImageFormat, RegistryArgs, SkipRangeArg,
-    SkipsArg, TemplateKind, TemplateOutput,
+    CatalogValidateArgs, CatalogVerifyArgs, CsvFormatArg, GraphFormat, ImageFormat, RegistryArgs,
+    RegistryOutput, SkipRangeArg, SkipsArg, TemplateKind, TemplateOutput,
 };
 
 /// Runs `opship catalog ...`; `config` is the `--config` given, if any.
@@ -27,6 +27,7 @@ pub fn run(cmd: &CatalogCommand, config: Option<&Path>) -> Result<ExitStatus, Cm
         CatalogCommand::Template(a) => template(a),
         CatalogCommand::Build(a) => build(a),
         CatalogCommand::Dockerfile(a) => dockerfile(a),
+        CatalogCommand::Verify(a) => verify(a),
     }
 }
 
@@ -476,4 +477,64 @@ fn write_stdout(text: &str) -> Result<(), CmdError> {
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
+}
+
+/// Runs `opship catalog verify`: exit 1 unless every image verified.
+fn verify(args: &CatalogVerifyArgs) -> Result<ExitStatus, CmdError> {
+    use opship_release::catalog_verify::{self, Options};
+    let verifiers = if args.key.is_empty() {
+        vec![(
+            super::verify_blob::described(None, &args.keyless),
+            super::verify_blob::verifier(None, &args.keyless)?,
+        )]
+    } else {
+        args.key
+            .iter()
+            .map(|k| {
+                Ok((
+                    super::verify_blob::described(Some(k), &args.keyless),
+                    super::verify_blob::verifier(Some(k), &args.keyless)?,
+                ))
+            })
+            .collect::<Result<Vec<_>, CmdError>>()?
+    };
+    let deadline = super::registry::deadline(args.limits.deadline)?;
+    let options = Options {
+        verifiers,
+        catalog_image: args.catalog_image.clone(),
+        layout: args.layout.clone(),
+    };
+    let connect = |r: &opship_oci::registry::Reference| {
+        super::registry::client_with(r, &args.registry, false, deadline).map_err(|e| e.to_string())
+    };
+    let result = super::registry::runtime()?.block_on(catalog_verify::verify_catalog(
+        &args.index,
+        &options,
+        &connect,
+    ))?;
+    let mut out = std::io::stdout().lock();
+    match args.output {
+        RegistryOutput::Json => {
+            serde_json::to_writer_pretty(&mut out, &result)?;
+            writeln!(out)?;
+        }
+        RegistryOutput::Text => {
+            for image in &result.images {
+                writeln!(out, "{image}")?;
+            }
+        }
+    }
+    let failed = result.failures().len();
+    if failed > 0 {
+        eprintln!(
+            "{failed} of {} image(s) of {} did not verify",
+            result.images.len(),
+            args.index.display()
+        );
+    }
+    Ok(if failed == 0 {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
 }

@@ -11,6 +11,7 @@
 //! signed, so a release that fails earlier leaves every catalog untouched. Progress is reported
 //! through a callback of [`Event`]s; the result is a typed [`Summary`].
 
+pub mod catalog_verify;
 mod check;
 mod error;
 mod event;
