@@ -30,7 +30,7 @@ fn cosign(s: &Setup, major: u8) -> Command {
 }
 
 /// `cosign sign` with the defaults of that cosign and only the offline flags.
-fn cosign_sign(s: &Setup, major: u8, key: &Path, extra: &[&str], image: &str) -> Run {
+pub(crate) fn cosign_sign(s: &Setup, major: u8, key: &Path, extra: &[&str], image: &str) -> Run {
     let mut c = cosign(s, major);
     c.args(["sign", "--key"]).arg(key);
     if major == 3 {

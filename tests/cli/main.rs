@@ -6,6 +6,7 @@ mod bad_input;
 mod bounded;
 mod build;
 mod catalog;
+mod catalog_verify;
 mod chart;
 mod cosign_peers;
 mod digests;

@@ -70,7 +70,7 @@ pub struct ImageReport {
     pub verdict: Verdict,
 }
 
-/// The verdicts on all images, in catalog order (package, then image).
+/// The verdicts on all images: by package, then bundle name; the catalog image last.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Verification {
     /// One entry per distinct image.
@@ -134,7 +134,7 @@ pub async fn verify_catalog(
     }
     let catalog = opship_catalog::load::load_dir(index)
         .map_err(|e| Error::Config(format!("{}: {e}", index.display())))?;
-    // One entry per image (several bundles may share one), in the catalog's package order.
+    // One entry per image (several bundles may share one).
     let mut by_image: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for b in &catalog.bundles {
         by_image
@@ -158,6 +158,10 @@ pub async fn verify_catalog(
             }
         })
         .collect();
+    // Listed by package, then bundle name (the first of the image's bundles).
+    images.sort_by(|a, b| {
+        (&a.package, &a.bundles, &a.image).cmp(&(&b.package, &b.bundles, &b.image))
+    });
     if let Some(c) = &options.catalog_image {
         images.push(ImageReport {
             kind: "catalog",
