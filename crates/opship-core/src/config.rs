@@ -73,6 +73,34 @@ pub struct Config {
     /// first use).
     #[serde(default)]
     pub signing: Option<Signing>,
+    /// Who must have signed every bundle image of the catalogs a release goes into: checked
+    /// (as `opship catalog verify`) before the release writes or pushes anything.
+    #[serde(default)]
+    pub verify: Option<VerifyPolicy>,
+}
+
+/// The `verify:` policy: trusted keys, or the keyless identity (cosign's flags in camelCase).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct VerifyPolicy {
+    /// Trusted public keys (an image passes with any of them).
+    #[serde(default)]
+    pub keys: Vec<PathBuf>,
+    /// Keyless (without `keys`): the certificate's identity, exactly.
+    #[serde(default)]
+    pub certificate_identity: Option<String>,
+    /// Keyless: a regular expression the identity must match.
+    #[serde(default)]
+    pub certificate_identity_regexp: Option<String>,
+    /// Keyless: the OIDC issuer, exactly.
+    #[serde(default)]
+    pub certificate_oidc_issuer: Option<String>,
+    /// Keyless: a regular expression the OIDC issuer must match.
+    #[serde(default)]
+    pub certificate_oidc_issuer_regexp: Option<String>,
+    /// Keyless: cosign 3's trusted_root.json (default: the public-good Sigstore root).
+    #[serde(default)]
+    pub trusted_root: Option<PathBuf>,
 }
 
 /// The signing key of releases.

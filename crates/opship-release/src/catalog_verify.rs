@@ -14,6 +14,8 @@ use opship_oci::registry::{self, Reference, Registry};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use opship_core::config::{Project, VerifyPolicy};
+use opship_oci::cosign::sigstore::{IdentityPolicy, Matcher};
 
 /// Images verified at once.
 const PARALLEL: usize = 8;
@@ -335,4 +337,61 @@ fn verify_in_layout(dir: &Path, r: &Reference, verifiers: &[(String, Verifier)])
         }
     }
     fold(reports, verifiers.len() > 1)
+}
+
+/// The verifiers of a project's `verify:` policy (paths against the config's directory).
+pub fn verifiers_of(project: &Project, policy: &VerifyPolicy) -> Result<Vec<(String, Verifier)>> {
+    let err =
+        |e: opship_oci::Error| Error::Config(format!("{} `verify:`: {e}", project.path.display()));
+    if !policy.keys.is_empty() {
+        return policy
+            .keys
+            .iter()
+            .map(|k| {
+                let path = project.resolve(k);
+                let v = Verifier::new(
+                    Some(&path),
+                    IdentityPolicy::default(),
+                    None,
+                    Default::default(),
+                )
+                .map_err(err)?;
+                Ok((path.display().to_string(), v))
+            })
+            .collect();
+    }
+    let matcher = |exact: &Option<String>, re: &Option<String>| match (exact, re) {
+        (Some(e), _) => Ok(Some(Matcher::Exact(e.clone()))),
+        (None, Some(r)) => Matcher::regex(r)
+            .map(Some)
+            .map_err(|e| Error::Config(format!("{} `verify:`: {e}", project.path.display()))),
+        (None, None) => Ok(None),
+    };
+    let identity = IdentityPolicy {
+        subject: matcher(
+            &policy.certificate_identity,
+            &policy.certificate_identity_regexp,
+        )?,
+        issuer: matcher(
+            &policy.certificate_oidc_issuer,
+            &policy.certificate_oidc_issuer_regexp,
+        )?,
+        claims: Vec::new(),
+    };
+    let name = format!(
+        "a certificate for {} (issuer {})",
+        identity
+            .subject
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default(),
+        identity
+            .issuer
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default()
+    );
+    let root = policy.trusted_root.as_ref().map(|p| project.resolve(p));
+    let v = Verifier::new(None, identity, root.as_deref(), Default::default()).map_err(err)?;
+    Ok(vec![(name, v)])
 }

@@ -143,6 +143,11 @@ pub(crate) fn release(
         })??)),
         None => None,
     };
+    // The `verify:` policy: every bundle the catalogs already reference, before anything is
+    // written or pushed (the bundle this release adds is signed by the release itself).
+    if let Some(policy) = &plan.project.config.verify {
+        verify_catalogs(&plan, policy, &options, &rt, on_event)?;
+    }
     let provenance = match source {
         Some(source) => Some((
             source.join().unwrap_or(None),
@@ -185,6 +190,59 @@ pub(crate) fn release(
     summary.files_changed = changed;
     summary.steps = std::mem::take(&mut r.plan.steps);
     Ok(Outcome::Released(Box::new(summary)))
+}
+
+/// Applies the `verify:` policy to each catalog target that exists; an image that does not
+/// pass stops the release.
+fn verify_catalogs(
+    plan: &Plan,
+    policy: &opship_core::config::VerifyPolicy,
+    options: &Options<'_>,
+    rt: &tokio::runtime::Runtime,
+    on_event: &mut dyn FnMut(&Event<'_>),
+) -> Result<()> {
+    use crate::catalog_verify;
+    let verify = catalog_verify::Options {
+        verifiers: catalog_verify::verifiers_of(&plan.project, policy)?,
+        catalog_image: None,
+        layout: None,
+    };
+    let env = opship_oci::auth::Env::from_process();
+    let connect = |r: &opship_oci::registry::Reference| {
+        let found =
+            opship_oci::auth::lookup(r.resolve_registry(), &env).map_err(|e| e.to_string())?;
+        let mut o = options.registry_options.clone();
+        o.insecure |= options.insecure;
+        Ok(Registry::new(r, found.auth, o))
+    };
+    for target in &plan.catalogs {
+        if !target.dir.is_dir() {
+            continue;
+        }
+        let result = rt.block_on(catalog_verify::verify_catalog(
+            &target.dir,
+            &verify,
+            &connect,
+        ))?;
+        let failures = result.failures();
+        if !failures.is_empty() {
+            let list: Vec<String> = failures.iter().map(|f| format!("  {f}")).collect();
+            return Err(Error::Unverified(format!(
+                "the catalog {} references {} image(s) that do not pass the `verify:` policy of \
+                 {}; nothing was written or pushed:\n{}",
+                s(&target.dir),
+                failures.len(),
+                s(&plan.project.path),
+                list.join("\n")
+            )));
+        }
+        on_event(&Event::Note(&format!(
+            "verified the signatures of the {} image(s) of the catalog {}",
+            result.images.len(),
+            s(&target.dir)
+        )));
+    }
+    Ok(())
 }
 
 /// The one registry client of the release (credentials looked up once).
