@@ -1491,3 +1491,97 @@ fn a_terminal_gets_a_progress_bar_instead_of_step_lines() {
     );
     // Without a terminal (every other test) the same release prints a line per step.
 }
+
+/// A `verify:` policy in `opship.yaml`: an unsigned foreign bundle in the catalog stops the
+/// release before anything is written or pushed; signed by a key the policy trusts, the same
+/// release goes through.
+#[test]
+fn a_verify_policy_stops_a_release_whose_catalog_has_an_unsigned_bundle() {
+    let reg = TestRegistry::start(None);
+    let (tmp, dir) = sample_copy();
+    let home = tempfile::tempdir().unwrap();
+    let ns = format!("{}/sample", reg.addr);
+    let first = release_json(tmp.path(), home.path(), "0.1.0", &ns);
+    // A foreign package whose bundle image is pushed but not signed.
+    let layout = first["bundle"]["layout"].as_str().unwrap();
+    let foreign = format!("{}/foreign/bundle:v1.0.0", reg.addr);
+    ok(
+        run(isolated(home.path())
+            .current_dir(tmp.path())
+            .args(["push", layout, &foreign])),
+        "push foreign",
+    );
+    let digest = first["bundle"]["digest"].as_str().unwrap();
+    let foreign_pinned = format!("{}/foreign/bundle@{digest}", reg.addr);
+    let other = dir.join("index/other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(
+        other.join("catalog.yaml"),
+        format!(
+            "---\nschema: olm.package\nname: other\ndefaultChannel: stable\n---\nschema: \
+             olm.channel\npackage: other\nname: stable\nentries:\n  - name: other.v1.0.0\n---\n\
+             schema: olm.bundle\nname: other.v1.0.0\npackage: other\nimage: {foreign_pinned}\n\
+             properties:\n  - type: olm.package\n    value:\n      packageName: other\n      \
+             version: 1.0.0\n"
+        ),
+    )
+    .unwrap();
+    let config = dir.join("opship.yaml");
+    let base = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!("{base}verify:\n  keys: [.opship/cosign.pub]\n"),
+    )
+    .unwrap();
+    let tree_before = read_tree(&dir);
+    let tags_before = tags(&reg.addr, "sample/memcached-operator-bundle");
+    let catalog_tags_before = tags(&reg.addr, "sample/memcached-operator-catalog");
+
+    let r = release(tmp.path(), home.path(), "0.2.0", &["--registry", &ns]);
+    assert_ne!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("do not pass the `verify:` policy")
+            && r.stderr
+                .contains(&format!("unsigned other.v1.0.0 ({foreign_pinned})")),
+        "{}",
+        r.stderr
+    );
+    // Nothing written, nothing pushed.
+    assert!(read_tree(&dir) == tree_before, "the project changed");
+    assert_eq!(
+        tags(&reg.addr, "sample/memcached-operator-bundle"),
+        tags_before
+    );
+    assert_eq!(
+        tags(&reg.addr, "sample/memcached-operator-catalog"),
+        catalog_tags_before
+    );
+
+    // The publisher's partner signs it with a key the policy lists: the release goes through.
+    let partner = tmp.path().join("partner");
+    ok(
+        run(isolated(home.path())
+            .env("COSIGN_PASSWORD", "partner-pw")
+            .args(["key", "generate", "--output-key-prefix"])
+            .arg(&partner)),
+        "key generate",
+    );
+    ok(
+        run(isolated(home.path())
+            .env("COSIGN_PASSWORD", "partner-pw")
+            .args(["sign", "--key"])
+            .arg(partner.with_extension("key"))
+            .arg(&foreign_pinned)),
+        "sign foreign",
+    );
+    std::fs::write(
+        &config,
+        format!(
+            "{base}verify:\n  keys: [.opship/cosign.pub, {}]\n",
+            partner.with_extension("pub").display()
+        ),
+    )
+    .unwrap();
+    let s = release_json(tmp.path(), home.path(), "0.2.0", &ns);
+    assert_eq!(status_of(&s, "push-catalog:bundle/index"), "ran", "{s}");
+}
