@@ -106,6 +106,18 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
             );
             Ok(ExitStatus::Failure)
         }
+        Outcome::CatalogUnverified { dir, verification } => {
+            for image in verification.failures() {
+                eprintln!("{image}");
+            }
+            eprintln!(
+                "error: the catalog {} references {} image(s) that do not pass the `verify:` \
+                 policy; nothing was written or pushed",
+                dir.display(),
+                verification.failures().len()
+            );
+            Ok(ExitStatus::Failure)
+        }
         Outcome::CatalogInvalid { dir, report } => {
             eprint!("{}", report.warnings_text());
             eprintln!("{}", report.error_tree());

@@ -1538,7 +1538,7 @@ fn a_verify_policy_stops_a_release_whose_catalog_has_an_unsigned_bundle() {
     let catalog_tags_before = tags(&reg.addr, "sample/memcached-operator-catalog");
 
     let r = release(tmp.path(), home.path(), "0.2.0", &["--registry", &ns]);
-    assert_ne!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
     assert!(
         r.stderr.contains("do not pass the `verify:` policy")
             && r.stderr

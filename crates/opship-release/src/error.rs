@@ -23,9 +23,6 @@ pub enum Error {
     /// digest, a catalog listing the version with another image).
     #[error("{0}")]
     Conflict(String),
-    /// A catalog references images whose signatures do not pass the `verify:` policy.
-    #[error("{0}")]
-    Unverified(String),
     /// A read-only check failed (a registry that does not answer).
     #[error("checking step `{id}` failed: {message}")]
     Check {

@@ -86,6 +86,14 @@ pub enum Outcome {
         /// The validation report, naming the bundle directory.
         report: opship_validate::BundleReport,
     },
+    /// A catalog references images whose signatures do not pass the config's `verify:`
+    /// policy; nothing was written or pushed.
+    CatalogUnverified {
+        /// The catalog directory.
+        dir: PathBuf,
+        /// The verdict on each image.
+        verification: catalog_verify::Verification,
+    },
     /// A catalog does not validate after the bundle was added to it.
     CatalogInvalid {
         /// The catalog directory.

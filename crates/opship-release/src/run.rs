@@ -145,8 +145,10 @@ pub(crate) fn release(
     };
     // The `verify:` policy: every bundle the catalogs already reference, before anything is
     // written or pushed (the bundle this release adds is signed by the release itself).
-    if let Some(policy) = &plan.project.config.verify {
-        verify_catalogs(&plan, policy, &options, &rt, on_event)?;
+    if let Some(policy) = &plan.project.config.verify
+        && let Some(refused) = verify_catalogs(&plan, policy, &options, &rt, on_event)?
+    {
+        return Ok(refused);
     }
     let provenance = match source {
         Some(source) => Some((
@@ -192,15 +194,15 @@ pub(crate) fn release(
     Ok(Outcome::Released(Box::new(summary)))
 }
 
-/// Applies the `verify:` policy to each catalog target that exists; an image that does not
-/// pass stops the release.
+/// Applies the `verify:` policy to each catalog target that exists; the first catalog with an
+/// image that does not pass stops the release (`Outcome::CatalogUnverified`).
 fn verify_catalogs(
     plan: &Plan,
     policy: &opship_core::config::VerifyPolicy,
     options: &Options<'_>,
     rt: &tokio::runtime::Runtime,
     on_event: &mut dyn FnMut(&Event<'_>),
-) -> Result<()> {
+) -> Result<Option<Outcome>> {
     use crate::catalog_verify;
     let verify = catalog_verify::Options {
         verifiers: catalog_verify::verifiers_of(&plan.project, policy)?,
@@ -224,17 +226,11 @@ fn verify_catalogs(
             &verify,
             &connect,
         ))?;
-        let failures = result.failures();
-        if !failures.is_empty() {
-            let list: Vec<String> = failures.iter().map(|f| format!("  {f}")).collect();
-            return Err(Error::Unverified(format!(
-                "the catalog {} references {} image(s) that do not pass the `verify:` policy of \
-                 {}; nothing was written or pushed:\n{}",
-                s(&target.dir),
-                failures.len(),
-                s(&plan.project.path),
-                list.join("\n")
-            )));
+        if !result.passed() {
+            return Ok(Some(Outcome::CatalogUnverified {
+                dir: target.dir.clone(),
+                verification: result,
+            }));
         }
         on_event(&Event::Note(&format!(
             "verified the signatures of the {} image(s) of the catalog {}",
@@ -242,7 +238,7 @@ fn verify_catalogs(
             s(&target.dir)
         )));
     }
-    Ok(())
+    Ok(None)
 }
 
 /// The one registry client of the release (credentials looked up once).
