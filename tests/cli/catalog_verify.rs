@@ -12,7 +12,7 @@ use crate::support_registry::{isolated, json, ok};
 use crate::{Run, run};
 
 /// Writes a catalog directory with one package whose bundles are `images` (name, image).
-fn catalog(dir: &Path, images: &[(&str, String)]) {
+pub(crate) fn catalog(dir: &Path, images: &[(&str, String)]) {
     let pkg = dir.join("op");
     std::fs::create_dir_all(&pkg).unwrap();
     let mut text = String::from(

@@ -947,3 +947,69 @@ fn opship_verifies_keyless_signatures_of_opship_and_cosign() {
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("verification failed"), "{}", r.stderr);
 }
+
+/// `catalog verify` keylessly, with the identity options of `verify`: a bundle signed by the
+/// GitHub workflow identity passes, one signed with an email identity is refused with the
+/// certificate's mismatch.
+#[test]
+fn catalog_verify_keyless_by_identity() {
+    let s = stack();
+    let reg = TestRegistry::start(None);
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let sc = s.var("SIGSTORE_SIGNING_CONFIG");
+    let tr = s.var("SIGSTORE_TRUSTED_ROOT");
+    let (gh, gh_issuer) = (s.var("GITHUB_IDENTITY"), s.var("OIDC_ISSUER_URL"));
+    let mut signed = Vec::new();
+    for (name, profile) in [("gh", "github"), ("mail", "email")] {
+        let d = image(tmp.path(), &reg.addr, &format!("{name}:1"));
+        let reference = format!("{}/{name}@{d}", reg.addr);
+        ok(
+            run(opship_clean(&home)
+                .args(["sign", "--insecure", "--signing-config", sc])
+                .args(["--identity-token", &s.token(profile, &[]), &reference])),
+            "opship sign keyless",
+        );
+        signed.push(reference);
+    }
+    let verify = |index: &Path| {
+        run(opship_clean(&home)
+            .args(["catalog", "verify"])
+            .arg(index)
+            .args(["--trusted-root", tr, "--insecure-ignore-sct"])
+            .args(["--certificate-identity", gh])
+            .args(["--certificate-oidc-issuer", gh_issuer]))
+    };
+    let good = tmp.path().join("good");
+    crate::catalog_verify::catalog(&good, &[("op.v0.0.0", signed[0].clone())]);
+    let r = ok(verify(&good), "catalog verify keyless");
+    assert!(
+        r.stdout.contains(&format!(
+            "verified op.v0.0.0 ({}): by a certificate for {gh}",
+            signed[0]
+        )),
+        "{}",
+        r.stdout
+    );
+    let bad = tmp.path().join("bad");
+    crate::catalog_verify::catalog(
+        &bad,
+        &[
+            ("op.v0.0.0", signed[0].clone()),
+            ("op.v0.1.0", signed[1].clone()),
+        ],
+    );
+    let r = verify(&bad);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    let line = r
+        .stdout
+        .lines()
+        .find(|l| l.contains("op.v0.1.0"))
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    assert!(
+        line.starts_with("refused ")
+            && line.contains(&format!("certificate identity: expected `{gh}`")),
+        "{line}"
+    );
+}
