@@ -2,7 +2,8 @@
 //! a catalog whose bundle images are signed by opship, cosign 2 (`.sig`) and cosign 3
 //! (Sigstore bundle referrer) passes; an unsigned bundle, one signed by another key and one
 //! whose signature names another repository each fail with their reason; several `--key`s,
-//! the catalog image, JSON output and an OCI layout instead of the registry.
+//! the catalog image, JSON output and an OCI layout instead of the registry; a catalog that
+//! does not load.
 
 use std::path::Path;
 
@@ -266,4 +267,39 @@ fn layout_images_verified_by_digest() {
         "no image with digest",
     );
     assert!(r.stdout.starts_with("refused "), "{}", r.stdout);
+}
+
+#[test]
+fn a_catalog_that_does_not_load_is_an_error_naming_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let prefix = tmp.path().join("k");
+    ok(
+        run(crate::sign::opship_pw(&home, PASSWORD)
+            .args(["key", "generate", "--output-key-prefix"])
+            .arg(&prefix)),
+        "key generate",
+    );
+    let index = tmp.path().join("index");
+    std::fs::create_dir_all(index.join("op")).unwrap();
+    std::fs::write(
+        index.join("op/catalog.json"),
+        "{\"schema\":\"olm.package\",\"name\":\"op\"}\n{\"schema\": olm.bundle\n",
+    )
+    .unwrap();
+    let r = run(isolated(&home)
+        .args(["catalog", "verify"])
+        .arg(&index)
+        .arg("--key")
+        .arg(prefix.with_extension("pub")));
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    assert!(r.stderr.contains("op/catalog.json:2:12"), "{}", r.stderr);
+    // A key that is not a public key: a usage error before any network.
+    let r = run(isolated(&home)
+        .args(["catalog", "verify"])
+        .arg(&index)
+        .arg("--key")
+        .arg(index.join("op/catalog.json")));
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
 }
