@@ -108,9 +108,7 @@ pub fn build_with(tool: &Tool, dir: &Path, placeholder: Option<&str>) -> Result<
     };
     let wrapper;
     let target: PathBuf = if let (Some(p), false) = (placeholder, aliases.is_empty()) {
-        wrapper = tempfile::Builder::new()
-            .prefix("opship-kustomize-")
-            .tempdir()
+        wrapper = crate::fsutil::temp_dir(".opship-kustomize-")
             .map_err(|e| Error::io(std::env::temp_dir(), e))?;
         let from =
             std::fs::canonicalize(wrapper.path()).map_err(|e| Error::io(wrapper.path(), e))?;
@@ -134,14 +132,20 @@ pub fn build_with(tool: &Tool, dir: &Path, placeholder: Option<&str>) -> Result<
     } else {
         dir.to_path_buf()
     };
-    let mut child = Command::new(&tool.program)
+    let mut command = Command::new(&tool.program);
+    command
         .args(&tool.args)
         .arg(&target)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::piped());
+    // A group of its own, killed with everything it started when opship is interrupted.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command
         .spawn()
         .map_err(|e| Error::Input(format!("cannot run `{shown}`: {e}")))?;
+    let _group = crate::cleanup::register_child(child.id());
     // The output is read within the manifest budget: a runaway build is stopped, not held in
     // memory whole. Its messages are read beside it so neither pipe fills up.
     let stderr = child.stderr.take().map(|mut e| {

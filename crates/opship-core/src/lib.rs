@@ -3,6 +3,7 @@
 //! touches the network, so all of it is tested without servers.
 
 pub mod bundle;
+pub mod cleanup;
 pub mod config;
 pub mod error;
 pub mod fsutil;

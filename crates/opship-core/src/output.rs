@@ -45,8 +45,8 @@ fn temp_prefix(base: &str) -> String {
 /// (this version's `.<base>.opship-…` and the older `.<base>.new-…`/`.<base>.old-…`); readers
 /// of directory trees skip these.
 pub fn is_leftover(name: &str) -> bool {
-    name.starts_with('.')
-        && (name.contains(".opship-") || name.contains(".new-") || name.contains(".old-"))
+    crate::fsutil::is_temporary(name)
+        || (name.starts_with('.') && (name.contains(".new-") || name.contains(".old-")))
 }
 
 /// Checks that `dir` may be replaced by `files` of kind `target`, without writing anything.
@@ -168,9 +168,7 @@ pub fn replace_dir(dir: &Path, files: &Files, target: Target, overwrite: Overwri
     lock.lock().map_err(|e| Error::io(&parent, e))?;
     remove_leftovers(&parent, &base)?;
 
-    let tmp = tempfile::Builder::new()
-        .prefix(&format!("{}new-", temp_prefix(&base)))
-        .tempdir_in(&parent)
+    let tmp = crate::fsutil::temp_dir_in(&parent, &format!("{}new-", temp_prefix(&base)))
         .map_err(|e| Error::io(&parent, e))?;
     for (rel, bytes) in files {
         let path = tmp.path().join(rel);

@@ -21,6 +21,15 @@ use zeroize::Zeroizing;
 use crate::plan::{KeyPlan, s};
 use crate::step::{Location, Subject};
 
+/// `.opship/.gitignore`: the key, its password, and the temporaries a run killed while writing
+/// them leaves (`.opship-…`, mode 0600 for the password's).
+pub(crate) const GITIGNORE: &str = "# The release signing key: never commit the private key or its password,\n\
+# nor the temporaries of an interrupted run.\ncosign.key\ncosign.password\n.opship-*\n";
+
+/// What opship wrote there before temporaries were listed.
+const OLD_GITIGNORE: &str =
+    "# The release signing key: never commit the private key or its password.\ncosign.key\ncosign.password\n";
+
 /// The release key.
 pub(crate) struct Signer {
     plan: KeyPlan,
@@ -111,10 +120,14 @@ impl Signer {
         if let Some(dir) = pw_file.parent() {
             std::fs::create_dir_all(dir).map_err(|e| io(&e))?;
             let ignore = dir.join(".gitignore");
-            if !ignore.exists() {
+            // The one an older opship wrote lacks the temporaries: it is brought up to date;
+            // a user's own is left alone.
+            if !ignore.exists()
+                || std::fs::read(&ignore).is_ok_and(|b| b == OLD_GITIGNORE.as_bytes())
+            {
                 opship_core::fsutil::write_atomic_with_mode(
                     &ignore,
-                    b"# The release signing key: never commit the private key or its password.\ncosign.key\ncosign.password\n",
+                    GITIGNORE.as_bytes(),
                     0o644,
                 )
                 .map_err(|e| io(&e))?;
