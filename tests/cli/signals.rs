@@ -153,16 +153,26 @@ fn torture(signal: &str, n: usize, seed: u64) {
             interrupted += 1;
         }
         let r = run(&mut release(&p));
-        assert_eq!(r.code, 0, "rerun after {signal} {i} at {at:?}: {}", r.stderr);
+        assert_eq!(
+            r.code, 0,
+            "rerun after {signal} {i} at {at:?}: {}",
+            r.stderr
+        );
         let left: Vec<_> = temporaries(&p.root)
             .into_iter()
             .chain(temporaries(&p.tmpdir))
             .collect();
-        assert!(left.is_empty(), "after {signal} {i} at {at:?} and a rerun: {left:?}");
+        assert!(
+            left.is_empty(),
+            "after {signal} {i} at {at:?} and a rerun: {left:?}"
+        );
         assert_eq!(digests(&p), want, "{signal} {i} at {at:?}");
         umoci_gc(&p.root.join("bundle/dist/oci"));
     }
-    assert!(interrupted > n / 4, "only {interrupted} of {n} runs were interrupted");
+    assert!(
+        interrupted > n / 4,
+        "only {interrupted} of {n} runs were interrupted"
+    );
 }
 
 #[test]
@@ -200,7 +210,10 @@ fn two_releases_of_one_version_at_once_both_succeed_and_keep_every_signature() {
         .args(["verify", "--key"])
         .arg(p.root.join("bundle/.opship/cosign.pub"))
         .args(["--identity", "quay.io/example/memcached-operator-bundle"])
-        .arg(format!("{}:0.3.0", p.root.join("bundle/dist/oci").display())));
+        .arg(format!(
+            "{}:0.3.0",
+            p.root.join("bundle/dist/oci").display()
+        )));
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let again = run(release(&p).args(["-o", "json"]));
     assert_eq!(again.code, 0, "{}", again.stderr);
@@ -237,7 +250,11 @@ fn concurrent_layout_signers_keep_every_signature() {
         .collect();
     for c in children {
         let out = c.wait_with_output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let l = opship_core::image::Layout::new(&layout);
     let digest = l.tagged("0.3.0").unwrap().digest;

@@ -336,8 +336,10 @@ pub fn validate(cat: &Catalog) -> Report {
     let mut versions: BTreeMap<&str, BTreeMap<String, Vec<&str>>> = BTreeMap::new();
     // Each bundle's channel entries, in channel then entry order: looked up, not searched, so
     // validation stays linear in bundles and entries (a 50,000-bundle chain).
-    let mut entries_of: std::collections::HashMap<(&str, &str), Vec<(&str, &crate::model::ChannelEntry)>> =
-        std::collections::HashMap::new();
+    let mut entries_of: std::collections::HashMap<
+        (&str, &str),
+        Vec<(&str, &crate::model::ChannelEntry)>,
+    > = std::collections::HashMap::new();
     for ch in &cat.channels {
         for e in &ch.entries {
             entries_of

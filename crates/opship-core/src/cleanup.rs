@@ -204,7 +204,10 @@ mod tests {
         .unwrap();
         assert_eq!(c, PathBuf::from("/nonexistent/c"));
         let during = live_counts();
-        assert!(during.0 >= before.0 + 2 && during.1 > before.1, "{during:?}");
+        assert!(
+            during.0 >= before.0 + 2 && during.1 > before.1,
+            "{during:?}"
+        );
         drop((a, b, g));
         // Other tests register concurrently; ours are gone.
         let l = live();

@@ -44,9 +44,7 @@ fn write(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
     let parent = parent_of(path);
     sweep_once(parent);
     let mut tmp = temp_file_in(parent, TEMP_MARK, mode).map_err(|e| Error::io(path, e))?;
-    tmp.file
-        .write_all(bytes)
-        .map_err(|e| Error::io(path, e))?;
+    tmp.file.write_all(bytes).map_err(|e| Error::io(path, e))?;
     tmp.file
         .as_file()
         .sync_all()
@@ -260,11 +258,7 @@ fn own_uid() -> u32 {
 pub fn sweep_once(dir: &Path) {
     static SWEPT: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
     let key = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    if !SWEPT
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(key)
-    {
+    if !SWEPT.lock().unwrap_or_else(|e| e.into_inner()).insert(key) {
         return;
     }
     if let Err(e) = sweep(dir) {

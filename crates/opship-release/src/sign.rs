@@ -27,8 +27,7 @@ pub(crate) const GITIGNORE: &str = "# The release signing key: never commit the 
 # nor the temporaries of an interrupted run.\ncosign.key\ncosign.password\n.opship-*\n";
 
 /// What opship wrote there before temporaries were listed.
-const OLD_GITIGNORE: &str =
-    "# The release signing key: never commit the private key or its password.\ncosign.key\ncosign.password\n";
+const OLD_GITIGNORE: &str = "# The release signing key: never commit the private key or its password.\ncosign.key\ncosign.password\n";
 
 /// The release key.
 pub(crate) struct Signer {
@@ -125,12 +124,8 @@ impl Signer {
             if !ignore.exists()
                 || std::fs::read(&ignore).is_ok_and(|b| b == OLD_GITIGNORE.as_bytes())
             {
-                opship_core::fsutil::write_atomic_with_mode(
-                    &ignore,
-                    GITIGNORE.as_bytes(),
-                    0o644,
-                )
-                .map_err(|e| io(&e))?;
+                opship_core::fsutil::write_atomic_with_mode(&ignore, GITIGNORE.as_bytes(), 0o644)
+                    .map_err(|e| io(&e))?;
             }
         }
         if !pw_file.exists() {

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use opship_core::image::layout::{self, Layout};
-use opship_core::image::oci::{self, Descriptor, Digest, annotation, media};
+use opship_core::image::layout::Layout;
+use opship_core::image::oci::{Descriptor, Digest, annotation, media};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -260,7 +260,7 @@ pub fn sign_layout(
     let sig_tag = manifest::tag(&digest);
     let mut merged: Option<Result<(Signatures, Digest)>> = None;
     let locked = layout.update_index(|index| {
-        let r = (|| {
+        let r = (|| -> Result<(Signatures, Digest)> {
             let mut sigs = layout_signatures(&layout, &digest)?.unwrap_or_default();
             sigs.add(layer.clone());
             let (config, manifest_bytes) = sigs.to_manifest()?;
@@ -286,7 +286,9 @@ pub fn sign_layout(
         let failed = r.is_err();
         merged = Some(r);
         if failed {
-            return Err(opship_core::Error::Internal("signing in the layout failed".into()));
+            return Err(opship_core::Error::Internal(
+                "signing in the layout failed".into(),
+            ));
         }
         Ok(())
     });
