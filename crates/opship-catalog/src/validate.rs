@@ -518,7 +518,7 @@ pub fn validate(cat: &Catalog) -> Report {
                             &SKIPS,
                             pkg,
                             &path,
-                            format!("skip[{i}] is empty in channel {:?}", ch_name),
+                            format!("skip[{i}] is empty in channel {ch_name:?}"),
                         );
                     }
                 }
