@@ -164,8 +164,16 @@ pub fn replace_dir(dir: &Path, files: &Files, target: Target, overwrite: Overwri
         .map(|n| n.to_string_lossy().into_owned())
         .ok_or_else(|| Error::Input(format!("{}: not a directory name", dir.display())))?;
     // Two opship runs writing next to each other must not remove each other's temporaries.
+    // A parent that is itself a temporary (a release's staging directory) is this run's own,
+    // and already locked by it through `fsutil::TempDir`: a second lock there would wait for
+    // ourselves.
+    let private = parent
+        .file_name()
+        .is_some_and(|n| crate::fsutil::is_temporary(&n.to_string_lossy()));
     let lock = File::open(&parent).map_err(|e| Error::io(&parent, e))?;
-    lock.lock().map_err(|e| Error::io(&parent, e))?;
+    if !private {
+        lock.lock().map_err(|e| Error::io(&parent, e))?;
+    }
     remove_leftovers(&parent, &base)?;
 
     let tmp = crate::fsutil::temp_dir_in(&parent, &format!("{}new-", temp_prefix(&base)))
