@@ -273,15 +273,15 @@ mod tests {
     #[test]
     fn sweep_removes_unlocked_temporaries_only() {
         let d = tempfile::tempdir().unwrap();
+        // Live ones of this process, held by their locks (made first: `temp_dir_in` sweeps).
+        let live_file = temp_file_in(d.path(), ".opship-", Some(0o600)).unwrap();
+        let live_dir = temp_dir_in(d.path(), ".opship-stage-").unwrap();
         // What killed runs left: a file and a directory with content.
         std::fs::write(d.path().join(".opship-dead"), "x").unwrap();
         std::fs::create_dir_all(d.path().join(".opship-stage-dead/bundle")).unwrap();
         std::fs::write(d.path().join(".opship-stage-dead/bundle/f"), "x").unwrap();
         std::fs::write(d.path().join("keep.yaml"), "x").unwrap();
         std::fs::write(d.path().join(".hidden"), "x").unwrap();
-        // Live ones of this process, held by their locks.
-        let live_file = temp_file_in(d.path(), ".opship-", Some(0o600)).unwrap();
-        let live_dir = temp_dir_in(d.path(), ".opship-stage-").unwrap();
         assert_eq!(sweep(d.path()).unwrap(), 2);
         let mut names: Vec<_> = std::fs::read_dir(d.path())
             .unwrap()
