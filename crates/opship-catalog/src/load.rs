@@ -370,6 +370,17 @@ mod tests {
     }
 
     #[test]
+    fn documents_of_a_json_stream_keep_their_line_and_column() {
+        let text = "{\"a\": 1}\n\n  {\"b\":\n 2} {\"c\": 3}\n{\"d\": \"x\\ny\"}\n";
+        let pos: Vec<(u32, u32)> = blobs(text, Path::new("c.json"))
+            .unwrap()
+            .iter()
+            .map(|(_, o)| (o.pos.line, o.pos.col))
+            .collect();
+        assert_eq!(pos, [(1, 1), (3, 3), (4, 5), (5, 1)]);
+    }
+
+    #[test]
     fn ignore_patterns() {
         let f = IgnoreFile::parse(
             Path::new(""),
