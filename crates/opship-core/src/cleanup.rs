@@ -101,6 +101,15 @@ pub fn create_registered<T, E>(
     Ok((made, PathGuard { id }))
 }
 
+/// Runs `commit` (the rename that puts a temporary in place) while no signal is being
+/// handled: the handler holds the registry until the process exits, so a rename either ends
+/// before the temporaries are removed, or never starts. Without it, a temporary half removed
+/// by the handler could be renamed into place.
+pub fn commit<T>(commit: impl FnOnce() -> T) -> T {
+    let _held = live();
+    commit()
+}
+
 /// Registers the process group `pgid` (a child started with `process_group(0)` has its pid as
 /// group id): on SIGINT/SIGTERM/SIGHUP the whole group is sent SIGTERM, then SIGKILL.
 pub fn register_child(pgid: u32) -> ChildGuard {

@@ -74,7 +74,7 @@ impl TempFile {
 
     /// Renames it to `to` (replacing what is there).
     pub fn persist(self, to: &Path) -> std::io::Result<()> {
-        self.file.persist(to).map_err(|e| e.error)?;
+        cleanup::commit(|| self.file.persist(to)).map_err(|e| e.error)?;
         Ok(())
     }
 }

@@ -192,18 +192,22 @@ pub fn replace_dir(dir: &Path, files: &Files, target: Target, overwrite: Overwri
         std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755))
             .map_err(|e| Error::io(tmp.path(), e))?;
     }
-    match std::fs::symlink_metadata(dir) {
-        Ok(m) if m.is_dir() => exchange(tmp.path(), dir)?,
+    // Not while a signal is handled: the handler may be removing `tmp`.
+    let renamed = crate::cleanup::commit(|| match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => exchange(tmp.path(), dir).map(|()| false),
         Ok(_) => {
             // A file, replaced under --force.
             std::fs::remove_file(dir).map_err(|e| Error::io(dir, e))?;
             std::fs::rename(tmp.path(), dir).map_err(|e| Error::io(dir, e))?;
-            let _ = tmp.keep();
+            Ok(true)
         }
         Err(_) => {
             std::fs::rename(tmp.path(), dir).map_err(|e| Error::io(dir, e))?;
-            let _ = tmp.keep();
+            Ok(true)
         }
+    })?;
+    if renamed {
+        let _ = tmp.keep();
     }
     // After an exchange `tmp` holds the previous content and is removed when dropped.
     Ok(())

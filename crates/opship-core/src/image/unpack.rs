@@ -740,7 +740,8 @@ impl DirUnpacker {
                 // Empty when checked: remove_dir refuses if something appeared since.
                 fs::remove_dir(&self.target).map_err(|e| Error::io(&self.target, e))?;
             }
-            fs::rename(&tmp, &self.target).map_err(|e| Error::io(&self.target, e))
+            crate::cleanup::commit(|| fs::rename(&tmp, &self.target))
+                .map_err(|e| Error::io(&self.target, e))
         })();
         if let Err(e) = done {
             let _ = fs::remove_dir_all(&tmp);
