@@ -43,10 +43,10 @@ enum Stop {
     Term,
 }
 
-/// Starts `cmd`, stops it after `after` (unless it finished) and says whether it finished.
+/// Starts `cmd`, stops it after `after` (unless it finished) and gives its exit code.
 /// A SIGTERM must end it like an error: exit 143 (or no code when it came before the
 /// handler was installed, when nothing exists yet).
-fn kill_after(cmd: &mut Command, after: Duration, stop: Stop) -> bool {
+fn kill_after(cmd: &mut Command, after: Duration, stop: Stop) -> Option<i32> {
     let mut child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -70,7 +70,7 @@ fn kill_after(cmd: &mut Command, after: Duration, stop: Stop) -> bool {
             "SIGTERM at {after:?}: {status}"
         );
     }
-    status.success()
+    status.code()
 }
 
 type Tree = BTreeMap<String, String>;
@@ -95,6 +95,7 @@ fn torture(
     assert_ne!(old_state, new_state, "the two states must differ");
     let (mut finished, mut interrupted) = (0, 0);
     let n = if stop == Stop::Term { TERMS } else { KILLS };
+    let mut handled = 0;
     for (i, at) in moments(n, span, seed).into_iter().enumerate() {
         let r = run(&mut old());
         assert_eq!(r.code, 0, "reset {i}: {}", r.stderr);
@@ -105,7 +106,11 @@ fn torture(
                 hidden_entries(parent)
             );
         }
-        if kill_after(&mut new(), at, stop) {
+        let code = kill_after(&mut new(), at, stop);
+        if code == Some(143) {
+            handled += 1;
+        }
+        if code == Some(0) {
             finished += 1;
         } else {
             interrupted += 1;
@@ -123,6 +128,13 @@ fn torture(
             "kill {i} at {at:?}: the output is neither the old nor the new state"
         );
         after_each();
+    }
+    if stop == Stop::Term {
+        // The handler is the first thing `main` installs: some SIGTERMs must reach it.
+        assert!(
+            handled > 0,
+            "no SIGTERM reached the handler ({interrupted} runs interrupted)"
+        );
     }
     let r = run(&mut new());
     assert_eq!(r.code, 0, "{}", r.stderr);
