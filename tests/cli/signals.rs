@@ -2,13 +2,13 @@
 //! (issue 28): SIGTERM exits 143 having removed its temporaries itself; after either, the
 //! next run removes what is left, no `.opship-…` name remains anywhere (project, layout,
 //! blobs, `TMPDIR`), `umoci gc` accepts the layout and the digests are those of an
-//! uninterrupted run. And two releases of one version at once both succeed with one result.
+//! uninterrupted run; the same for a release to a docker-registry. And two releases of one version at once both succeed with one result.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support_registry::isolated;
+use crate::support_registry::{TestRegistry, isolated};
 use crate::{copy_dir, repo, run};
 
 /// Every path under `dir` whose name is an opship temporary.
@@ -33,12 +33,14 @@ fn temporaries(dir: &Path) -> Vec<String> {
 /// A fresh copy of the sample project and its own `TMPDIR`.
 struct Project {
     _tmp: tempfile::TempDir,
+    /// `--registry` (a namespace of its own in the test registry), or the layout only.
+    registry: Option<String>,
     root: std::path::PathBuf,
     home: std::path::PathBuf,
     tmpdir: std::path::PathBuf,
 }
 
-fn project() -> Project {
+fn project(registry: Option<String>) -> Project {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("p");
     copy_dir(&repo().join("bundle"), &root.join("bundle"));
@@ -47,6 +49,7 @@ fn project() -> Project {
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&tmpdir).unwrap();
     Project {
+        registry,
         root,
         home,
         tmpdir,
@@ -60,6 +63,9 @@ fn release(p: &Project) -> Command {
         .env("TMPDIR", &p.tmpdir)
         .env("SOURCE_DATE_EPOCH", "1700000000")
         .args(["-c", "bundle/opship.yaml", "release", "--version", "0.3.0"]);
+    if let Some(r) = &p.registry {
+        c.args(["--registry", r]);
+    }
     c
 }
 
@@ -118,16 +124,24 @@ fn signalled(p: &Project, signal: &str, after: Duration) -> Option<i32> {
 }
 
 /// `n` interrupted releases, each on a fresh project, each followed by a full one.
-fn torture(signal: &str, n: usize) {
-    let reference = project();
+fn torture(signal: &str, n: usize, registry: Option<&TestRegistry>) {
+    let ns = |name: &str| registry.map(|r| format!("{}/{name}", r.addr));
+    let reference = project(ns("reference"));
     let start = Instant::now();
     let r = run(&mut release(&reference));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let span = start.elapsed().mul_f64(1.1);
-    let want = digests(&reference);
+    // Each round pushes to a namespace of its own, which the catalog image names: with a
+    // registry only the bundle image is the same in every round.
+    let compared = |d: Vec<(String, String)>| -> Vec<(String, String)> {
+        d.into_iter()
+            .filter(|(tag, _)| registry.is_none() || tag == "0.3.0")
+            .collect()
+    };
+    let want = compared(digests(&reference));
     let mut interrupted = 0;
     for (i, at) in moments(n, span).into_iter().enumerate() {
-        let p = project();
+        let p = project(ns(&format!("round{i}")));
         let code = signalled(&p, signal, at);
         if signal == "-TERM" {
             // Handled like an error: 143, and nothing of its own left behind. (`None`: the
@@ -161,7 +175,7 @@ fn torture(signal: &str, n: usize) {
             left.is_empty(),
             "after {signal} {i} at {at:?} and a rerun: {left:?}"
         );
-        assert_eq!(digests(&p), want, "{signal} {i} at {at:?}");
+        assert_eq!(compared(digests(&p)), want, "{signal} {i} at {at:?}");
         umoci_gc(&p.root.join("bundle/dist/oci"));
     }
     assert!(
@@ -181,17 +195,29 @@ fn rounds(default: usize) -> usize {
 
 #[test]
 fn sigterm_during_release_removes_its_temporaries_and_exits_143() {
-    torture("-TERM", rounds(4));
+    torture("-TERM", rounds(4), None);
+}
+
+#[test]
+fn sigterm_during_a_release_to_a_registry_removes_its_temporaries() {
+    let reg = TestRegistry::start(None);
+    torture("-TERM", rounds(3), Some(&reg));
+}
+
+#[test]
+fn sigkill_during_a_release_to_a_registry_leaves_nothing_the_next_run_keeps() {
+    let reg = TestRegistry::start(None);
+    torture("-KILL", rounds(4), Some(&reg));
 }
 
 #[test]
 fn sigkill_during_release_leaves_nothing_the_next_run_keeps() {
-    torture("-KILL", rounds(6));
+    torture("-KILL", rounds(6), None);
 }
 
 #[test]
 fn two_releases_of_one_version_at_once_both_succeed_and_keep_every_signature() {
-    let p = project();
+    let p = project(None);
     let children: Vec<_> = (0..2)
         .map(|_| {
             release(&p)
@@ -230,7 +256,7 @@ fn two_releases_of_one_version_at_once_both_succeed_and_keep_every_signature() {
 fn concurrent_layout_signers_keep_every_signature() {
     // `opship sign` into one layout from several processes at once: each index update is a
     // read-modify-write under the layout's lock, so every signature stays.
-    let p = project();
+    let p = project(None);
     let r = run(&mut release(&p));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let layout = p.root.join("bundle/dist/oci");
