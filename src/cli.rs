@@ -146,14 +146,20 @@ quay.io/example/bundle dist/oci:0.3.0\n\nVerify elsewhere with: cosign verify --
         "Read the key password from standard input (with -u USER: the registry password)"
     )))]
     Sign(SignArgs),
-    /// Verify the cosign signatures of an image with a public key.
+    /// Verify the cosign signatures of an image with a public key, or keylessly by the
+    /// signing certificate's identity.
     #[command(
         after_help = "Checks each signature over its payload, the payload's digest \
 against the image's, its type, its identity (the repository, unless --identity or \
 --any-identity) and the -a annotations. Exit status: 0 at least one signature verified, 1 none \
 did (the reason for each is printed), 2 usage or runtime error.\n\nExamples:\n  opship verify \
 --key cosign.pub quay.io/example/bundle:v0.3.0\n  opship verify --key cosign.pub -o json \
---identity quay.io/example/bundle mirror.example.com/bundle:v0.3.0"
+--identity quay.io/example/bundle mirror.example.com/bundle:v0.3.0\n  opship verify \
+--certificate-identity https://github.com/example/op/.github/workflows/release.yml@refs/tags/v0.3.0 \
+--certificate-oidc-issuer https://token.actions.githubusercontent.com quay.io/example/bundle:v0.3.0\n\n\
+Without --key the signature is verified keylessly (Sigstore bundle or cosign 2 certificate \
+annotations): the certificate chain to --trusted-root (default: the public-good root), the \
+transparency log, the signing time and the identity options; see docs/signing.md."
     )]
     Verify(VerifyArgs),
     /// Attest an image: sign a predicate (SLSA provenance, SBOM, custom) as an in-toto
@@ -165,11 +171,18 @@ did (the reason for each is printed), 2 usage or runtime error.\n\nExamples:\n  
         after_help = "The statement is signed as a DSSE envelope and stored as a layer of the `sha256-<hex>.att` manifest (cosign 2's format), or with --bundle-format as a Sigstore bundle referrer (cosign 3's default). The same statement already there and verifying with the key is not added again. --type: slsaprovenance, slsaprovenance02, slsaprovenance1, link, spdx, spdxjson, cyclonedx, vuln, openvex, custom, or a predicate type URI; the predicate file is JSON.\n\nExamples:\n  COSIGN_PASSWORD=… opship attest --key cosign.key --type slsaprovenance1 --predicate provenance.json quay.io/example/bundle:v0.3.0\n  opship attest --key cosign.key --password-stdin --type cyclonedx --predicate sbom.json --bundle-format quay.io/example/bundle@sha256:…\n\nVerify elsewhere with: cosign verify-attestation --key cosign.pub --type slsaprovenance1 --insecure-ignore-tlog=true REF"
     )]
     Attest(AttestArgs),
-    /// Verify the attestations of an image with a public key.
+    /// Verify the attestations of an image with a public key, or keylessly by the signing
+    /// certificate's identity.
     #[command(
-        after_help = "Checks each attestation (`.att` layers, Sigstore bundle and DSSE referrers): the DSSE signature with the key, the statement's subject against the image digest, and with --type its predicate type. Exit status: 0 at least one attestation verified, 1 none did (the reason for each is printed), 2 usage or runtime error.\n\nExamples:\n  opship verify-attestation --key cosign.pub --type slsaprovenance1 quay.io/example/bundle:v0.3.0\n  opship verify-attestation --key cosign.pub -o json quay.io/example/bundle:v0.3.0"
+        after_help = "Checks each attestation (`.att` layers, Sigstore bundle and DSSE referrers): the DSSE signature with the key, the statement's subject against the image digest, and with --type its predicate type. Exit status: 0 at least one attestation verified, 1 none did (the reason for each is printed), 2 usage or runtime error.\n\nExamples:\n  opship verify-attestation --key cosign.pub --type slsaprovenance1 quay.io/example/bundle:v0.3.0\n  opship verify-attestation --key cosign.pub -o json quay.io/example/bundle:v0.3.0\n  opship verify-attestation --certificate-identity signer@example.com --certificate-oidc-issuer https://accounts.google.com --type slsaprovenance1 quay.io/example/bundle:v0.3.0"
     )]
     VerifyAttestation(VerifyAttestationArgs),
+    /// Verify a Sigstore bundle over a file (cosign's `verify-blob`): keyless by identity, or
+    /// with a key.
+    #[command(
+        after_help = "Checks the bundle (v0.1 to v0.3, message signature or DSSE envelope): the signature over the file, the transparency-log entries (inclusion proof, checkpoint, promise) and their match with the signature, the signing time (Rekor integrated time or RFC 3161 timestamp), the certificate's chain to the trusted root's Fulcio, its validity at that time, its SCT, and the identity policy. Exit status: 0 verified, 1 refused (the reason is printed), 2 usage or runtime error.\n\nExamples:\n  opship verify-blob --bundle a.txt.sigstore.json --certificate-identity https://github.com/example/op/.github/workflows/release.yml@refs/tags/v1.0.0 --certificate-oidc-issuer https://token.actions.githubusercontent.com a.txt\n  opship verify-blob --bundle a.txt.sigstore.json --key cosign.pub --trusted-root trusted_root.json a.txt"
+    )]
+    VerifyBlob(VerifyBlobArgs),
     /// Print a shell completion script (generated from these command definitions).
     #[command(after_help = "Examples:
   # bash, for the current shell and for every new one:
@@ -261,6 +274,10 @@ pub struct ReleaseArgs {
     /// per step start, finish and skip (with the step id), instead of the progress lines.
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub events: Option<EventFormat>,
+    /// Keyless signing, used when no key is configured (no --key, no `signing:`), the release
+    /// pushes to a registry and an identity token is there.
+    #[command(flatten)]
+    pub keyless: KeylessArgs,
 }
 
 /// `release --events`.
@@ -584,6 +601,11 @@ pub struct InitArgs {
     /// repeatable.
     #[arg(long = "set", value_name = "VAR=VALUE")]
     pub make_vars: Vec<String>,
+    /// With --from-operator-sdk: the Makefile target that makes the bundle (default `bundle`;
+    /// e.g. `bundle-k8s` when the project has several). Read from a dry run of the project's
+    /// own make (`make -n`), which evaluates `$(shell ...)` as `make bundle` does.
+    #[arg(long, value_name = "TARGET")]
+    pub target: Option<String>,
     /// Where to write the config (default: opship.yaml, in DIR when adopting).
     #[arg(long)]
     pub path: Option<PathBuf>,
@@ -818,9 +840,10 @@ pub struct KeyGenerateArgs {
 
 #[derive(Debug, Args)]
 pub struct SignArgs {
-    /// Encrypted cosign private key.
+    /// Encrypted cosign private key; without it, keyless signing (an identity token, Fulcio,
+    /// Rekor, a timestamp).
     #[arg(long, value_name = "KEY")]
-    pub key: PathBuf,
+    pub key: Option<PathBuf>,
     /// Read the key password from this file (first line) instead of COSIGN_PASSWORD.
     #[arg(long, value_name = "FILE")]
     pub password_file: Option<PathBuf>,
@@ -842,13 +865,16 @@ pub struct SignArgs {
     pub registry: RegistryArgs,
     #[command(flatten)]
     pub limits: DeadlineArgs,
+    #[command(flatten)]
+    pub keyless: KeylessArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct AttestArgs {
-    /// Encrypted cosign private key.
+    /// Encrypted cosign private key; without it, keyless signing (an identity token, Fulcio,
+    /// Rekor, a timestamp).
     #[arg(long, value_name = "KEY")]
-    pub key: PathBuf,
+    pub key: Option<PathBuf>,
     /// Read the key password from this file (first line) instead of COSIGN_PASSWORD.
     #[arg(long, value_name = "FILE")]
     pub password_file: Option<PathBuf>,
@@ -868,13 +894,17 @@ pub struct AttestArgs {
     pub registry: RegistryArgs,
     #[command(flatten)]
     pub limits: DeadlineArgs,
+    #[command(flatten)]
+    pub keyless: KeylessArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct VerifyAttestationArgs {
-    /// Public key (PEM `PUBLIC KEY`).
-    #[arg(long, value_name = "PUB")]
-    pub key: PathBuf,
+    /// Public key (PEM `PUBLIC KEY`); without it, keyless by the certificate identity options.
+    #[arg(long, value_name = "PUB", conflicts_with_all = ["certificate_identity", "certificate_identity_regexp"])]
+    pub key: Option<PathBuf>,
+    #[command(flatten)]
+    pub keyless: KeylessVerifyArgs,
     /// Only statements of this predicate type pass (a --type name of `attest`, or a URI).
     #[arg(long = "type", value_name = "TYPE")]
     pub kind: Option<String>,
@@ -892,9 +922,11 @@ pub struct VerifyAttestationArgs {
 
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// Public key (PEM `PUBLIC KEY`).
-    #[arg(long, value_name = "PUB")]
-    pub key: PathBuf,
+    /// Public key (PEM `PUBLIC KEY`); without it, keyless by the certificate identity options.
+    #[arg(long, value_name = "PUB", conflicts_with_all = ["certificate_identity", "certificate_identity_regexp"])]
+    pub key: Option<PathBuf>,
+    #[command(flatten)]
+    pub keyless: KeylessVerifyArgs,
     /// Annotation `key=value` the payload must carry (repeatable).
     #[arg(long = "annotation", short = 'a', value_name = "KEY=VALUE")]
     pub annotations: Vec<String>,
@@ -914,6 +946,78 @@ pub struct VerifyArgs {
     pub registry: RegistryArgs,
     #[command(flatten)]
     pub limits: DeadlineArgs,
+}
+
+/// Who must have signed a keyless signature (cosign's flags).
+#[derive(Debug, Clone, Args, Default)]
+pub struct CertificateIdentityArgs {
+    /// The certificate's identity (email or URI SAN), exactly.
+    #[arg(
+        long,
+        value_name = "ID",
+        conflicts_with = "certificate_identity_regexp"
+    )]
+    pub certificate_identity: Option<String>,
+    /// A regular expression the identity must match (unanchored, as cosign's).
+    #[arg(long, value_name = "RE")]
+    pub certificate_identity_regexp: Option<String>,
+    /// The OIDC issuer Fulcio recorded, exactly.
+    #[arg(
+        long,
+        value_name = "URL",
+        conflicts_with = "certificate_oidc_issuer_regexp"
+    )]
+    pub certificate_oidc_issuer: Option<String>,
+    /// A regular expression the OIDC issuer must match.
+    #[arg(long, value_name = "RE")]
+    pub certificate_oidc_issuer_regexp: Option<String>,
+    /// GitHub Actions: the repository (`owner/repo`) the workflow ran in.
+    #[arg(long, value_name = "OWNER/REPO")]
+    pub certificate_github_workflow_repository: Option<String>,
+    /// GitHub Actions: the git ref the workflow ran for.
+    #[arg(long, value_name = "REF")]
+    pub certificate_github_workflow_ref: Option<String>,
+    /// GitHub Actions: the commit the workflow ran for.
+    #[arg(long, value_name = "SHA")]
+    pub certificate_github_workflow_sha: Option<String>,
+    /// GitHub Actions: the event that triggered the workflow.
+    #[arg(long, value_name = "EVENT")]
+    pub certificate_github_workflow_trigger: Option<String>,
+    /// GitHub Actions: the workflow's name.
+    #[arg(long, value_name = "NAME")]
+    pub certificate_github_workflow_name: Option<String>,
+}
+
+/// Keyless verification (without --key): who must have signed, and the Sigstore root.
+#[derive(Debug, Clone, Args, Default)]
+pub struct KeylessVerifyArgs {
+    #[command(flatten)]
+    pub identity: CertificateIdentityArgs,
+    /// cosign 3's trusted_root.json (default: the public-good Sigstore root, embedded).
+    #[arg(long, value_name = "FILE")]
+    pub trusted_root: Option<PathBuf>,
+    /// Accept a signature without a checked transparency-log entry (said on standard error).
+    #[arg(long)]
+    pub insecure_ignore_tlog: bool,
+    /// Accept a certificate without a checked SCT (said on standard error).
+    #[arg(long)]
+    pub insecure_ignore_sct: bool,
+}
+
+/// `opship verify-blob`.
+#[derive(Debug, Clone, Args)]
+pub struct VerifyBlobArgs {
+    /// The Sigstore bundle (`.sigstore.json`).
+    #[arg(long, value_name = "FILE")]
+    pub bundle: PathBuf,
+    /// Verify with this public key (PEM) instead of a certificate identity.
+    #[arg(long, value_name = "PUB", conflicts_with_all = ["certificate_identity", "certificate_identity_regexp"])]
+    pub key: Option<PathBuf>,
+    #[command(flatten)]
+    pub keyless: KeylessVerifyArgs,
+    /// The signed file.
+    #[arg(value_name = "ARTIFACT")]
+    pub artifact: PathBuf,
 }
 
 #[cfg(test)]
@@ -1287,4 +1391,40 @@ pub struct CatalogDockerfileArgs {
     /// Extra label `key=value` (repeatable).
     #[arg(long, short = 'l', value_name = "KEY=VALUE")]
     pub extra_labels: Vec<String>,
+}
+
+/// Signature formats of `sign` and `attest`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SignFormat {
+    /// cosign 3's Sigstore bundle referrers.
+    Cosign3,
+    /// cosign 2's `.sig` / `.att` manifests.
+    Cosign2,
+}
+
+/// Keyless signing (no --key): the identity token and the Sigstore services.
+#[derive(Debug, Args)]
+pub struct KeylessArgs {
+    /// OIDC identity token for keyless signing: a file holding it, or the token (else
+    /// SIGSTORE_ID_TOKEN, else GitHub Actions' ACTIONS_ID_TOKEN_REQUEST_URL/_TOKEN).
+    #[arg(long, value_name = "FILE|TOKEN")]
+    pub identity_token: Option<String>,
+    /// cosign 3's signing_config.json naming Fulcio, Rekor and the timestamp authority
+    /// (default: the public-good instance).
+    #[arg(long, value_name = "FILE")]
+    pub signing_config: Option<PathBuf>,
+    /// Fulcio URL (over the signing config's).
+    #[arg(long, value_name = "URL")]
+    pub fulcio_url: Option<String>,
+    /// Rekor URL (over the signing config's).
+    #[arg(long, value_name = "URL")]
+    pub rekor_url: Option<String>,
+    /// Timestamp authority endpoint (over the signing config's).
+    #[arg(long, value_name = "URL")]
+    pub timestamp_server_url: Option<String>,
+    /// Signature format: cosign3 (Sigstore bundle referrers) or cosign2 (`.sig`/`.att`).
+    /// Default: the format the image's signatures already have; for a new image cosign3 when
+    /// keyless, cosign2 with a key (see docs/signing.md).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<SignFormat>,
 }

@@ -4,8 +4,9 @@
 use std::io::Write;
 
 use futures_util::stream::{self, StreamExt};
+use opship_oci::cosign::EncryptedKey;
 use opship_oci::cosign::attestation::{self, Format, Predicate};
-use opship_oci::cosign::{EncryptedKey, PublicKey};
+use opship_oci::cosign::signing;
 use opship_oci::registry::Reference;
 
 use super::registry::runtime;
@@ -16,7 +17,7 @@ use super::{CmdError, ExitStatus};
 use crate::cli::{AttestArgs, RegistryOutput, VerifyAttestationArgs};
 
 /// The registry references of `refs`; a layout image is a usage error.
-fn remote_targets(refs: &[String]) -> Result<Vec<(&str, Target)>, CmdError> {
+pub(super) fn remote_targets(refs: &[String]) -> Result<Vec<(&str, Target)>, CmdError> {
     refs.iter()
         .map(|r| match target(r)? {
             Target::Layout(..) => Err(format!(
@@ -28,7 +29,7 @@ fn remote_targets(refs: &[String]) -> Result<Vec<(&str, Target)>, CmdError> {
         .collect()
 }
 
-fn remote(t: &Target) -> &Reference {
+pub(super) fn remote(t: &Target) -> &Reference {
     match t {
         Target::Remote(r) => r,
         Target::Layout(..) => unreachable!("remote_targets refuses layouts"),
@@ -40,7 +41,10 @@ pub fn attest(args: &AttestArgs) -> Result<ExitStatus, CmdError> {
     let targets = remote_targets(&args.references)?;
     // Predicate and key file first: usage errors before any password or network.
     let predicate = Predicate::read(&args.predicate, &args.kind)?;
-    let encrypted = EncryptedKey::read(&args.key)?;
+    let Some(key_path) = &args.key else {
+        return super::keyless::attest(args, &targets, &predicate);
+    };
+    let encrypted = EncryptedKey::read(key_path)?;
     let pw = password(
         key_password_stdin(&args.registry),
         args.password_file.as_deref(),
@@ -48,11 +52,13 @@ pub fn attest(args: &AttestArgs) -> Result<ExitStatus, CmdError> {
     )?;
     let key = encrypted.decrypt(pw.as_bytes())?;
     drop(pw);
-    let format = if args.bundle_format {
-        Format::Bundle
-    } else {
-        Format::Att
-    };
+    let format =
+        if args.bundle_format || args.keyless.format == Some(crate::cli::SignFormat::Cosign3) {
+            Format::Bundle
+        } else {
+            Format::Att
+        };
+    let auto = !args.bundle_format && args.keyless.format.is_none();
     let rt = runtime()?;
     let clients = clients_for(&targets, &args.registry, &args.limits)?;
     let progress = super::progress::Progress::new("attested", targets.len());
@@ -71,6 +77,16 @@ pub fn attest(args: &AttestArgs) -> Result<ExitStatus, CmdError> {
                         "{text}: the registry answers {digest} for that digest"
                     )));
                 }
+                // No format asked for: an image whose signatures are cosign 3 bundles only gets
+                // a bundle, so cosign 3's default verify-attestation finds it.
+                let format = if auto {
+                    match signing::existing_format(client, reference, &digest).await? {
+                        Some(signing::Format::Cosign3) => Format::Bundle,
+                        _ => format,
+                    }
+                } else {
+                    format
+                };
                 let r =
                     attestation::attest(client, reference, &digest, key, predicate, format).await;
                 progress.item_done(text);
@@ -102,7 +118,8 @@ pub fn attest(args: &AttestArgs) -> Result<ExitStatus, CmdError> {
 
 /// Runs `opship verify-attestation`: exit 1 unless every REF has an attestation that verifies.
 pub fn verify_attestation(args: &VerifyAttestationArgs) -> Result<ExitStatus, CmdError> {
-    let key = PublicKey::read(&args.key)?;
+    let key = super::verify_blob::verifier(args.key.as_deref(), &args.keyless)?;
+    let by = super::verify_blob::described(args.key.as_deref(), &args.keyless);
     let targets = remote_targets(&args.references)?;
     let wanted = args
         .kind
@@ -118,7 +135,7 @@ pub fn verify_attestation(args: &VerifyAttestationArgs) -> Result<ExitStatus, Cm
             .map(|(text, t)| async move {
                 let progress = progress_ref;
                 let reference = remote(t);
-                let r = attestation::verify(
+                let r = attestation::verify_with(
                     client_of(clients, reference),
                     reference,
                     key_ref,
@@ -167,7 +184,7 @@ pub fn verify_attestation(args: &VerifyAttestationArgs) -> Result<ExitStatus, Cm
             checked: report.checked.len(),
             verified,
         };
-        if !count.report(text, &report.digest, &args.key) {
+        if !count.report(text, &report.digest, &by) {
             failed += 1;
         }
     }

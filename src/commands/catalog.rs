@@ -368,6 +368,18 @@ fn template(args: &CatalogTemplateArgs) -> Result<ExitStatus, CmdError> {
     };
     let format = csv_format(args.csv_format, args.ocp_version.as_deref())?;
     let renderer = |image: &str| -> opship_catalog::Result<opship_catalog::model::Bundle> {
+        // A template names bundles: a directory that is no bundle is never read as a catalog
+        // (opm renders only bundle images here), so `image: /etc` walks nothing and no file's
+        // content can reach an error message.
+        let path = Path::new(image);
+        if path.is_dir() && !render::is_bundle_dir(path) {
+            return Err(opship_catalog::Error::Usage(format!(
+                "{}: image {image:?} is a directory but not a bundle directory (manifests/ and \
+                 metadata/); a template's olm.bundle image is a bundle image or bundle \
+                 directory, never a catalog",
+                args.file.display()
+            )));
+        }
         // A template's image is the reference as written, unless pinned to its digest.
         let given = (!args.pin_digest).then_some(image);
         let cat = render_ref(image, given, format, &args.registry, args.pin_digest)

@@ -60,6 +60,7 @@ fn adopt(args: &InitArgs, dir: &Path) -> Result<ExitStatus, CmdError> {
         dir: dir.to_path_buf(),
         manifests: args.manifests.clone(),
         make_vars,
+        target: args.target.clone(),
     })?;
     let text = operator_sdk::config_text(&adoption)?;
     opship_core::fsutil::write_atomic(&path, text.as_bytes())?;

@@ -8,12 +8,14 @@ mod digests;
 mod docs;
 mod generate;
 mod init;
+mod keyless;
 mod manifests;
 mod progress;
 mod registry;
 mod release;
 mod sign;
 mod validate;
+mod verify_blob;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -71,6 +73,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CmdError> {
         Command::Verify(args) => sign::verify(&args),
         Command::Attest(args) => attest::attest(&args),
         Command::VerifyAttestation(args) => attest::verify_attestation(&args),
+        Command::VerifyBlob(args) => verify_blob::verify_blob(&args),
         Command::Completions(args) => docs::completions(&args),
         Command::Man(args) => docs::man(&args),
         Command::Release(args) => {

@@ -47,6 +47,13 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
         registry_options: registry_options(insecure)?,
         source_date_epoch: super::source_date_epoch()?,
         pin_images: Some(&pin),
+        keyless: opship_release::Keyless {
+            options: super::keyless::options(&args.keyless),
+            format: args.keyless.format.map(|f| match f {
+                crate::cli::SignFormat::Cosign2 => opship_oci::cosign::signing::Format::Cosign2,
+                crate::cli::SignFormat::Cosign3 => opship_oci::cosign::signing::Format::Cosign3,
+            }),
+        },
     };
     let jsonl = args.events == Some(EventFormat::Jsonl);
     // The bar only for people at a terminal: not with -q, JSON on either stream, or a log.
@@ -222,7 +229,7 @@ fn write_text(out: &mut impl Write, summary: &Summary) -> std::io::Result<()> {
         writeln!(out, "  {:<28} {mark}", st.id)?;
         writeln!(out, "      {}", st.description)?;
         if !st.command.is_empty() {
-            writeln!(out, "      $ {}", st.command.join(" "))?;
+            writeln!(out, "      $ {}", st.command_line())?;
         }
         for w in &st.writes {
             writeln!(out, "      writes {w}")?;
@@ -236,7 +243,15 @@ fn write_text(out: &mut impl Write, summary: &Summary) -> std::io::Result<()> {
         writeln!(out, "  {r}")?;
     }
     writeln!(out, "signature     {}", summary.signature.reference)?;
-    writeln!(out, "public key    {}", summary.signature.public_key)?;
+    if let Some(k) = &summary.signature.public_key {
+        writeln!(out, "public key    {k}")?;
+    }
+    if let Some(k) = &summary.signature.keyless {
+        match (&k.identity, &k.issuer) {
+            (Some(id), Some(issuer)) => writeln!(out, "keyless       {id} (issuer {issuer})")?,
+            _ => writeln!(out, "keyless       identity token from {}", k.token_source)?,
+        }
+    }
     for c in &summary.catalogs {
         writeln!(
             out,

@@ -10,7 +10,7 @@ use futures_util::stream::{self, StreamExt};
 use opship_core::image::oci::Digest;
 use opship_oci::cosign::signing::{self, identity_of};
 use opship_oci::cosign::verification::{self, Identity, Policy, Report};
-use opship_oci::cosign::{EncryptedKey, PrivateKey, PublicKey};
+use opship_oci::cosign::{EncryptedKey, PrivateKey};
 use opship_oci::registry::{self, Reference, Registry};
 use zeroize::Zeroizing;
 
@@ -219,8 +219,14 @@ pub fn sign(args: &SignArgs) -> Result<ExitStatus, CmdError> {
             (Target::Remote(_), _) => Ok(None),
         })
         .collect::<Result<Vec<_>, CmdError>>()?;
+    let Some(key_path) = &args.key else {
+        return super::keyless::sign(args, &targets, &notes);
+    };
+    if args.keyless.identity_token.is_some() {
+        return Err("--identity-token is for keyless signing: pass either it or --key".into());
+    }
     // The key file is read and checked before any password is asked for.
-    let encrypted = EncryptedKey::read(&args.key)?;
+    let encrypted = EncryptedKey::read(key_path)?;
     let pw = password(
         key_password_stdin(&args.registry),
         args.password_file.as_deref(),
@@ -288,7 +294,8 @@ pub fn sign(args: &SignArgs) -> Result<ExitStatus, CmdError> {
                     &key,
                     &identity,
                     &notes,
-                    args.bundle_format,
+                    args.bundle_format
+                        || args.keyless.format == Some(crate::cli::SignFormat::Cosign3),
                 )
                 .await?;
                 if let Some(b) = &report.bundle {
@@ -352,7 +359,8 @@ fn layout_identity(text: &str, tag: &str) -> Result<String, CmdError> {
 
 /// Runs `opship verify`: exit 1 unless every REF has a signature that verifies.
 pub fn verify(args: &VerifyArgs) -> Result<ExitStatus, CmdError> {
-    let key = PublicKey::read(&args.key)?;
+    let key = super::verify_blob::verifier(args.key.as_deref(), &args.keyless)?;
+    let by = super::verify_blob::described(args.key.as_deref(), &args.keyless);
     let targets = args
         .references
         .iter()
@@ -394,9 +402,11 @@ pub fn verify(args: &VerifyArgs) -> Result<ExitStatus, CmdError> {
         stream::iter(targets.iter().zip(&policies))
             .map(|((text, target), policy)| async {
                 let report = match target {
-                    Target::Layout(dir, tag) => verification::verify_layout(dir, tag, &key, policy),
+                    Target::Layout(dir, tag) => {
+                        verification::verify_layout_with(dir, tag, &key, policy)
+                    }
                     Target::Remote(reference) => {
-                        verification::verify_remote(
+                        verification::verify_remote_with(
                             client_of(&clients, reference),
                             reference,
                             &key,
@@ -447,7 +457,7 @@ pub fn verify(args: &VerifyArgs) -> Result<ExitStatus, CmdError> {
             checked: report.checked.len(),
             verified,
         };
-        if !count.report(text, &report.digest, &args.key) {
+        if !count.report(text, &report.digest, &by) {
             failed += 1;
         }
     }
@@ -475,17 +485,14 @@ pub(super) struct Count<'a> {
 impl Count<'_> {
     /// Says on stderr what `verify` and `verify-attestation` conclude for one image; false
     /// when nothing verified.
-    pub(super) fn report(&self, text: &str, digest: &Digest, key: &Path) -> bool {
+    pub(super) fn report(&self, text: &str, digest: &Digest, by: &str) -> bool {
         let (noun, checked, verified) = (self.noun, self.checked, self.verified);
         if checked == 0 {
             eprintln!("{text}: no {noun}s ({}; image {digest})", self.looked);
         } else if verified == 0 {
             eprintln!("{text}: none of the {checked} {noun}(s) of {digest} verified");
         } else {
-            eprintln!(
-                "{text}: {verified} of {checked} {noun}(s) of {digest} verified with {}",
-                key.display()
-            );
+            eprintln!("{text}: {verified} of {checked} {noun}(s) of {digest} verified with {by}");
         }
         verified > 0
     }

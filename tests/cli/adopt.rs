@@ -21,7 +21,8 @@ BUNDLE_METADATA_OPTS ?= $(BUNDLE_CHANNELS) $(BUNDLE_DEFAULT_CHANNEL)\n\
 IMAGE_TAG_BASE ?= {tag_base}\nBUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)\n\
 BUNDLE_GEN_FLAGS ?= -q --overwrite --version $(VERSION) $(BUNDLE_METADATA_OPTS)\n\
 USE_IMAGE_DIGESTS ?= false\nifeq ($(USE_IMAGE_DIGESTS), true)\n\tBUNDLE_GEN_FLAGS += --use-image-digests\nendif\n\
-IMG ?= {img}\n\n.PHONY: bundle\n\
+IMG ?= {img}\nKUSTOMIZE ?= bin/kustomize\nOPERATOR_SDK ?= bin/operator-sdk\n\n\
+.PHONY: manifests kustomize operator-sdk\nmanifests kustomize operator-sdk:\n\n.PHONY: bundle\n\
 bundle: manifests kustomize operator-sdk ## Generate bundle manifests and metadata, then validate generated files.\n\
 \t$(OPERATOR_SDK) generate kustomize manifests -q\n\
 \tcd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)\n\
@@ -240,10 +241,14 @@ fn bad_projects_are_refused_clearly() {
     assert!(r.stderr.contains("PROJECT:"), "{}", r.stderr);
     assert!(!p.join("opship.yaml").exists());
 
+    // An image built from a command that prints nothing (no git checkout here): refused with
+    // the recipe's line, not written into the config.
     let (_t, p) = copy("sdk-go-memcached");
     std::fs::write(
         p.join("Makefile"),
-        "VERSION ?= 0.0.1\nGIT := $(shell git describe)\nIMG ?= quay.io/x/op:$(GIT)\n",
+        "VERSION ?= 0.0.1\nGIT := $(shell git describe 2>/dev/null)\nIMG ?= quay.io/x/op:$(GIT)\n\
+bundle:\n\tcd config/manager && kustomize edit set image controller=$(IMG)\n\
+\tkustomize build config/manifests | operator-sdk generate bundle -q --version $(VERSION)\n",
     )
     .unwrap();
     let r = run(opship()
@@ -251,8 +256,7 @@ fn bad_projects_are_refused_clearly() {
         .args(["init", "--from-operator-sdk"]));
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
-        r.stderr.contains("Makefile:2:") && r.stderr.contains("--set GIT=")
-            || r.stderr.contains("Makefile:3:") && r.stderr.contains("--set IMG="),
+        r.stderr.contains("Makefile:5") && r.stderr.contains("--set IMG="),
         "{}",
         r.stderr
     );
@@ -271,4 +275,362 @@ fn bad_projects_are_refused_clearly() {
         .args(["init", "--from-operator-sdk"]));
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("already exists"), "{}", r.stderr);
+}
+
+/// `init` on a copy of a real project; the config text and stdout.
+fn init_real(name: &str, args: &[&str]) -> (tempfile::TempDir, PathBuf, crate::Run) {
+    let (t, p) = copy(name);
+    let r = run(opship()
+        .current_dir(&p)
+        .args(["init", "--from-operator-sdk"])
+        .args(args));
+    (t, p, r)
+}
+
+/// Issue 25, faults 1 and 2 (gitops): the flags of the recipe's own `generate bundle` line,
+/// from make's dry run, with the shell's quotes removed (`CHANNELS = "latest,gitops-1.8"`).
+#[test]
+fn recipe_line_flags_without_shell_quotes() {
+    let (_t, p, r) = init_real("gitops", &["--set", "VERSION=1.8.0"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
+    assert!(
+        cfg.contains("channels:\n  - latest\n  - gitops-1.8\n")
+            && cfg.contains("defaultChannel: latest\n"),
+        "{cfg}"
+    );
+    assert!(cfg.contains("version: \"1.8.0\"\n"), "{cfg}");
+    assert!(cfg.contains("Makefile:273: --channels"), "{cfg}");
+    assert!(
+        !cfg.contains("\"latest") && !cfg.contains("1.8\"\n  -"),
+        "{cfg}"
+    );
+}
+
+/// Issue 25, fault 1 (3scale): `--version $(BUNDLE_VERSION)` written in the recipe line wins
+/// over VERSION (0.0.0 there, made 0.0.1 by an `ifeq`).
+#[test]
+fn recipe_line_version_is_used() {
+    let (_t, p, r) = init_real("3scale", &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
+    assert!(cfg.contains("version: 0.0.1"), "{cfg}");
+    assert!(cfg.contains("Makefile:301: --version"), "{cfg}");
+}
+
+/// Issue 25, fault 5 (nhc): no plain `bundle` rule: an error listing the candidates, and
+/// `--target bundle-k8s` reads that target with its prerequisite `bundle-base`.
+#[test]
+fn several_bundle_targets_are_chosen_with_target() {
+    let (_t, p, r) = init_real("nhc", &[]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("--target")
+            && r.stderr.contains("bundle-k8s")
+            && r.stderr.contains("bundle-ocp"),
+        "{}",
+        r.stderr
+    );
+    assert!(!p.join("opship.yaml").exists());
+    let (_t, p, r) = init_real("nhc", &["--target", "bundle-k8s"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
+    assert!(cfg.contains("manifests: config/manifests/k8s\n"), "{cfg}");
+    // `$(MAKE) add-community-edition-to-display-name` after generation is listed.
+    assert!(
+        r.stdout
+            .contains("make add-community-edition-to-display-name"),
+        "{}",
+        r.stdout
+    );
+}
+
+/// Issue 25, faults 8 and 9 (kmm, snr): with several `kustomize edit set image` lines the
+/// operator's is `controller`'s, the others are named; a filter piped between kustomize and
+/// operator-sdk is named.
+#[test]
+fn image_edits_and_filters_are_read_from_the_recipe() {
+    let (_t, p, r) = init_real("kmm", &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
+    assert!(
+        cfg.contains("image: quay.io/edge-infrastructure/kernel-module-management-operator\n"),
+        "{cfg}"
+    );
+    assert!(
+        r.stdout.contains("webhook-server") && r.stdout.contains("--extra-service-accounts"),
+        "{}",
+        r.stdout
+    );
+    let (_t, _p, r) = init_real("snr", &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("Makefile:309") && r.stdout.contains("envsubst"),
+        "{}",
+        r.stdout
+    );
+}
+
+/// Issue 25, faults 3 and 13: a default version that is not a release version is listed, not
+/// an error; an image built from the environment (`$(USER)` is not passed to make) is refused
+/// with the recipe's line and the `--set` that gives it.
+#[test]
+fn per_release_versions_and_environment_values() {
+    let recipe = "bundle:\n\tcd config/manager && kustomize edit set image controller=$(IMG)\n\
+\tkustomize build config/manifests | operator-sdk generate bundle -q --version $(VERSION)\n";
+    let (_t, p) = copy("sdk-go-memcached");
+    std::fs::write(
+        p.join("Makefile"),
+        format!("VERSION ?= main\nIMG ?= quay.io/x/op:v1\n{recipe}"),
+    )
+    .unwrap();
+    let r = run(opship()
+        .current_dir(&p)
+        .args(["init", "--from-operator-sdk"]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("`main` is not a release version") && r.stdout.contains("--version"),
+        "{}",
+        r.stdout
+    );
+    let (_t, p) = copy("sdk-go-memcached");
+    std::fs::write(
+        p.join("Makefile"),
+        format!("VERSION ?= 0.0.1\nIMG ?= quay.io/$(USER)/op:v1\n{recipe}"),
+    )
+    .unwrap();
+    let r = run(opship()
+        .current_dir(&p)
+        .env("USER", "someone")
+        .args(["init", "--from-operator-sdk"]));
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("quay.io//op:v1")
+            && r.stderr.contains("Makefile:4")
+            && r.stderr.contains("--set IMG="),
+        "{}",
+        r.stderr
+    );
+    assert!(!p.join("opship.yaml").exists());
+}
+
+/// Issue 25, proof 3: hostile Makefiles. make failing and a variable that expands without end
+/// are errors quoting make; a recipe that loops in `$(shell)` meets the deadline; nothing is
+/// written.
+#[test]
+fn hostile_makefiles_are_bounded() {
+    for (makefile, expect, env) in [
+        (
+            "bundle:\n\t$(error broken on purpose)\n",
+            "broken on purpose",
+            None,
+        ),
+        (
+            "X = $(X)x\nbundle:\n\techo $(X)\n",
+            "references itself",
+            None,
+        ),
+        (
+            "X := $(shell while :; do :; done)\nbundle:\n\techo\n",
+            "did not finish within 2 s",
+            Some("2"),
+        ),
+        (
+            &*format!("bundle:\n\techo {}\n", "a".repeat(10_000_000)),
+            "larger than",
+            None,
+        ),
+    ] {
+        let (_t, p) = copy("sdk-go-memcached");
+        std::fs::write(p.join("Makefile"), makefile).unwrap();
+        let mut c = opship();
+        c.current_dir(&p).args(["init", "--from-operator-sdk"]);
+        if let Some(t) = env {
+            c.env("OPSHIP_CHILD_TIMEOUT", t);
+        }
+        let r = run(&mut c);
+        assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains(expect), "{makefile}: {}", r.stderr);
+        assert!(!p.join("opship.yaml").exists());
+    }
+    // No make on PATH: said so, naming the Makefile.
+    let (t, p) = copy("sdk-go-memcached");
+    std::fs::write(p.join("Makefile"), "bundle:\n\techo\n").unwrap();
+    let empty = t.path().join("empty-path");
+    std::fs::create_dir(&empty).unwrap();
+    let r = run(opship()
+        .current_dir(&p)
+        .env("PATH", &empty)
+        .args(["init", "--from-operator-sdk"]));
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("needs GNU make on PATH"), "{}", r.stderr);
+    assert!(!p.join("opship.yaml").exists());
+}
+
+/// One project with its real Makefile: how it is adopted and what remains different from the
+/// bundle its `make bundle` committed (docs/generate.md lists each with its cause).
+struct RealProject {
+    name: &'static str,
+    /// `init` arguments beyond `--from-operator-sdk`: only what the project cannot give itself.
+    init: &'static [&'static str],
+    /// `generate bundle --version`, where the Makefile's default is not a release version.
+    version: Option<&'static str>,
+    /// The remaining differences, `± file path` (files as the committed bundle names them).
+    differences: &'static [&'static str],
+}
+
+/// Issue 25, proof 1: the projects of `../shared/projects` with their real Makefiles (all but
+/// submariner, which has no committed bundle and whose make needs its Dapper image, and
+/// grafana, whose samples break the wrapper kustomization, fault 7): `init` from the
+/// project's own make dry run, `generate bundle` into the project's `bundle/` over the committed
+/// one, then the semantic comparison with what `make bundle` committed.
+#[test]
+fn real_makefiles_reproduce_make_bundle() {
+    const KMM: &str = "manifests/kernel-module-management.clusterserviceversion.yaml";
+    const SNR: &str = "manifests/self-node-remediation.clusterserviceversion.yaml";
+    const NHC: &str = "manifests/node-healthcheck-operator.clusterserviceversion.yaml";
+    const GITOPS: &str = "manifests/gitops-operator.clusterserviceversion.yaml";
+    const SCALE: &str = "manifests/3scale-operator.clusterserviceversion.yaml";
+    const JAEGER: &str = "manifests/jaeger-operator.clusterserviceversion.yaml";
+    let projects = [
+        RealProject {
+            name: "kmm",
+            init: &[],
+            version: None,
+            differences: &[
+                "+ {KMM} metadata.annotations.containerImage",
+                "+ {KMM} spec.relatedImages[name=manager]",
+                "+ {KMM} spec.relatedImages[name=webhook-server]",
+            ],
+        },
+        RealProject {
+            name: "snr",
+            init: &[],
+            version: None,
+            differences: &[
+                "~ {SNR} spec.install.spec.deployments[name=self-node-remediation-controller-manager].spec.template.spec.containers[name=manager].env[name=SELF_NODE_REMEDIATION_IMAGE].value",
+                "+ {SNR} spec.relatedImages",
+            ],
+        },
+        RealProject {
+            name: "nhc",
+            init: &["--target", "bundle-k8s"],
+            version: None,
+            differences: &[
+                "~ {NHC} metadata.annotations.containerImage",
+                "~ {NHC} spec.displayName",
+                "+ {NHC} spec.relatedImages",
+            ],
+        },
+        RealProject {
+            name: "gitops",
+            // `IMG ?= $(IMAGE):$(VERSION)` with `VERSION ?= ""`: the image init asks for.
+            init: &[
+                "--set",
+                "IMG=quay.io/redhat-developer/gitops-operator:latest",
+            ],
+            version: Some("1.8.0"),
+            differences: &[
+                "~ {GITOPS} metadata.annotations.containerImage",
+                "+ {GITOPS} spec.relatedImages",
+            ],
+        },
+        RealProject {
+            name: "3scale",
+            init: &[],
+            version: None,
+            differences: &[
+                "~ {SCALE} metadata.annotations.containerImage",
+                "+ {SCALE} spec.install.spec.deployments[name=threescale-operator-controller-manager-v2].label",
+                "+ {SCALE} spec.relatedImages",
+                "+ manifests/capabilities.3scale.net_applications.yaml spec.versions[name=v1beta1].schema.openAPIV3Schema.properties.spec.properties.accountCR.x-kubernetes-validations",
+                "+ manifests/capabilities.3scale.net_backends.yaml spec.versions[name=v1beta1].schema.openAPIV3Schema.properties.spec.properties.systemName.x-kubernetes-validations",
+            ],
+        },
+        RealProject {
+            name: "jaeger",
+            // `IMG ?= ${IMG_PREFIX}/…` with `IMG_PREFIX ?= quay.io/${USER}` and VERSION from
+            // versions.txt, which the data does not hold: the image init asks for.
+            init: &["--set", "IMG=quay.io/jaegertracing/jaeger-operator:1.65.0"],
+            version: Some("1.65.0"),
+            differences: &[
+                "~ bundle.Dockerfile LABEL[\"operators.operatorframework.io.bundle.package.v1\"]",
+                "~ metadata/annotations.yaml annotations[\"operators.operatorframework.io.bundle.package.v1\"]",
+                "~ {JAEGER} metadata.annotations.containerImage",
+                "+ {JAEGER} spec.relatedImages",
+                "- tests/scorecard/config.yaml ",
+            ],
+        },
+    ];
+    for project in projects {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join(project.name);
+        copy_dir(&shared_projects().join(project.name), &p);
+        copy_dir(&p.join("bundle"), &p.join("committed"));
+        std::fs::copy(
+            p.join("bundle.Dockerfile"),
+            p.join("committed/bundle.Dockerfile"),
+        )
+        .unwrap();
+        if project.name == "jaeger" {
+            // Its Makefile includes tests/e2e/Makefile, which the data does not hold.
+            std::fs::create_dir_all(p.join("tests/e2e")).unwrap();
+            std::fs::write(p.join("tests/e2e/Makefile"), "").unwrap();
+        }
+        let r = run(opship()
+            .current_dir(&p)
+            .args(["init", "--from-operator-sdk"])
+            .args(project.init));
+        assert_eq!(r.code, 0, "{}: {}{}", project.name, r.stdout, r.stderr);
+        if project.name == "jaeger" {
+            // Fault 4: values the bundle does not need, built with make functions opship's
+            // variable reader does not run, are named (the variable and the function), not fatal.
+            assert!(
+                r.stdout.contains("BUNDLE_IMG was not read") && r.stdout.contains("addprefix"),
+                "{}",
+                r.stdout
+            );
+        }
+        let mut generate = opship();
+        generate.current_dir(&p).args(["generate", "bundle"]);
+        if let Some(v) = project.version {
+            generate.args(["--version", v]);
+        }
+        let r = run(&mut generate);
+        assert_eq!(r.code, 0, "{}: {}", project.name, r.stderr);
+        let expected: BTreeSet<String> = project
+            .differences
+            .iter()
+            .map(|d| {
+                d.replace("{KMM}", KMM)
+                    .replace("{SNR}", SNR)
+                    .replace("{NHC}", NHC)
+                    .replace("{GITOPS}", GITOPS)
+                    .replace("{SCALE}", SCALE)
+                    .replace("{JAEGER}", JAEGER)
+            })
+            .collect();
+        assert_eq!(
+            differences(&p.join("committed"), &p.join("bundle")),
+            expected,
+            "{}",
+            project.name
+        );
+    }
+}
+
+/// Issue 25, fault 12 (grafana): a `kustomize build` that fails during init is an error with
+/// kustomize's message, not a config without `csvBase`; nothing is written.
+#[test]
+fn failed_kustomize_build_stops_init() {
+    let (_t, p, r) = init_real("grafana", &[]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("kustomize build")
+            && r.stderr.contains("config/manifests")
+            && r.stderr.contains("GrafanaNotificationTemplate"),
+        "{}",
+        r.stderr
+    );
+    assert!(!p.join("opship.yaml").exists());
 }

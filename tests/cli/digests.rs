@@ -345,14 +345,14 @@ fn unknown_tag_or_unreachable_registry_fails_naming_image_and_place() {
     let before = read_tree(&out);
 
     // 0.4.0: the operator tag v0.4.0 was never pushed. And a related image on a port where
-    // nothing listens, and one that is no image reference.
+    // nothing listens.
     let manager = dir.join("config/manager/manager.yaml");
     let text = std::fs::read_to_string(&manager).unwrap();
     std::fs::write(
         &manager,
         text.replace(
             &format!("value: {}/library/memcached:1.6.26-alpine", reg.addr),
-            "value: 127.0.0.1:1/library/memcached:1.6.26-alpine\n            - name: RELATED_IMAGE_BAD\n              value: quay.io/Upper/Case:1",
+            "value: 127.0.0.1:1/library/memcached:1.6.26-alpine",
         ),
     )
     .unwrap();
@@ -371,7 +371,7 @@ fn unknown_tag_or_unreachable_registry_fails_naming_image_and_place() {
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     let err = &r.stderr;
     assert!(
-        err.contains("cannot pin 3 images to digests; no bundle was written"),
+        err.contains("cannot pin 2 images to digests; no bundle was written"),
         "{err}"
     );
     let missing = format!("{}/example/memcached-operator:v0.4.0", reg.addr);
@@ -394,15 +394,39 @@ fn unknown_tag_or_unreachable_registry_fails_naming_image_and_place() {
             && line.contains("cannot reach registry 127.0.0.1:1"),
         "{line}"
     );
-    let line = err
-        .lines()
-        .find(|l| l.contains("quay.io/Upper/Case:1"))
-        .expect(err);
+    assert_eq!(before, read_tree(&out), "the bundle must stay as it was");
+
+    // A value that is no image reference is refused before any lookup, at its line.
+    let text = std::fs::read_to_string(&manager).unwrap();
+    std::fs::write(
+        &manager,
+        text.replace(
+            "value: 127.0.0.1:1/library/memcached:1.6.26-alpine",
+            "value: 127.0.0.1:1/library/memcached:1.6.26-alpine\n            - name: RELATED_IMAGE_BAD\n              value: quay.io/Upper/Case:1",
+        ),
+    )
+    .unwrap();
+    let r = run(isolated(&home)
+        .arg("-c")
+        .arg(dir.join("opship.yaml"))
+        .args([
+            "generate",
+            "bundle",
+            "--version",
+            "0.4.0",
+            "--use-image-digests",
+        ])
+        .arg("-o")
+        .arg(&out));
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(
-        line.contains("env RELATED_IMAGE_BAD of container manager")
-            && line.contains("relatedImages entry bad")
-            && line.contains("is not an image reference"),
-        "{line}"
+        r.stderr.contains("config/manager/manager.yaml:")
+            && r.stderr.contains("RELATED_IMAGE_BAD")
+            && r.stderr
+                .contains("\"quay.io/Upper/Case:1\", not an image reference")
+            && r.stderr.contains("BND007"),
+        "{}",
+        r.stderr
     );
     assert_eq!(before, read_tree(&out), "the bundle must stay as it was");
     assert!(crate::hidden_entries(&dir).is_empty());

@@ -820,3 +820,104 @@ fn kustomization_errors_are_clear() {
     );
     assert!(!out.exists());
 }
+
+/// Issue 28, item 3: kustomize runs under a deadline with its whole process group. A resource
+/// URL on a server that accepts and never answers is stopped by the deadline
+/// (`OPSHIP_CHILD_TIMEOUT`), with a message that says so; nothing is written.
+#[test]
+fn a_kustomize_that_never_finishes_is_stopped() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Accepts every connection and keeps it open without a byte of answer.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming() {
+            held.push(c);
+        }
+    });
+    let t = tempfile::tempdir().unwrap();
+    let k = t.path().join("k");
+    std::fs::create_dir(&k).unwrap();
+    std::fs::write(
+        k.join("kustomization.yaml"),
+        format!("resources:\n  - http://127.0.0.1:{port}/never.yaml\n"),
+    )
+    .unwrap();
+    let out = t.path().join("out");
+    let r = run(opship()
+        .env("OPSHIP_CHILD_TIMEOUT", "2")
+        .args([
+            "generate",
+            "bundle",
+            "--package",
+            "x",
+            "--version",
+            "0.1.0",
+            "--input",
+        ])
+        .arg(&k)
+        .arg("-o")
+        .arg(&out));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("did not finish within 2 s") && r.stderr.contains("process group killed"),
+        "{}",
+        r.stderr
+    );
+    assert!(!out.exists());
+}
+
+/// Issue 28, item 3: a kustomize whose background child keeps stdout open after kustomize
+/// exited does not hang opship; the bundle is written from what kustomize printed.
+#[test]
+fn a_kustomize_grandchild_holding_stdout_does_not_hang() {
+    use std::os::unix::fs::PermissionsExt;
+    let real = opship_core::kustomize::Tool::find_in(std::env::var_os("PATH").as_ref())
+        .expect("kustomize or kubectl on PATH (scripts/test installs them)");
+    let t = tempfile::tempdir().unwrap();
+    let bin = t.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    // `build DIR` as opship calls it; the sleep inherits stdout and outlives the script.
+    let script = format!(
+        "#!/bin/sh\nsleep 600 &\nexec '{}' {} \"$2\"\n",
+        real.program.display(),
+        real.args.join(" ")
+    );
+    let fake = bin.join("kustomize");
+    std::fs::write(&fake, script).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = std::env::join_paths(
+        std::iter::once(bin.clone())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let proj = t.path().join("p");
+    crate::copy_dir(&crate::shared_projects().join("sdk-go-memcached"), &proj);
+    let out = t.path().join("out");
+    let r = run(opship()
+        .current_dir(&proj)
+        .env("PATH", path)
+        .args([
+            "generate",
+            "bundle",
+            "--package",
+            "memcached-operator",
+            "--version",
+            "0.0.2",
+            "--input",
+            "config/manifests",
+            "--exclude-kind",
+            "Issuer",
+            "--exclude-kind",
+            "Certificate",
+            "--operator-image",
+            "quay.io/x/op:v9",
+            "-o",
+        ])
+        .arg(&out));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        out.join("manifests/memcached-operator.clusterserviceversion.yaml")
+            .is_file()
+    );
+}

@@ -76,7 +76,8 @@ fn generate_never_replaces_what_is_not_a_bundle() {
     std::fs::write(project.join("src/main.rs"), "fn main() {}").unwrap();
     std::fs::write(project.join("README.md"), "# mine").unwrap();
     let r = generate_into(&dir, &project, &[]);
-    expect_error(&r, &["project", "README.md", "src/", "--force"]);
+    // A subdirectory is named; a top-level file would be kept beside the bundle.
+    expect_error(&r, &["project", "src/", "--force"]);
     assert_eq!(read_tree(&project).len(), 2, "project untouched");
     // A symlink: refused even with --force, its target untouched.
     let link = dir.join("link");
@@ -102,6 +103,39 @@ fn generate_never_replaces_what_is_not_a_bundle() {
     let r = generate_into(&dir, &project, &["--force"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(project.join("manifests").is_dir() && !project.join("src").exists());
+    assert_eq!(std::fs::read(project.join("README.md")).unwrap(), b"# mine");
+    assert!(crate::hidden_entries(&dir).is_empty());
+}
+
+/// Issue 25, fault 14: files a team keeps at the top of its bundle directory beside what
+/// operator-sdk writes are left alone, without --force and with it, and are not stale for
+/// `--check`; a subdirectory opship does not write is still refused.
+#[test]
+fn generate_keeps_files_beside_the_bundle() {
+    let (_t, dir) = sample_copy();
+    let bundle = dir.join("b");
+    assert_eq!(generate_into(&dir, &bundle, &[]).code, 0);
+    let kept = [
+        ("art.yaml", "product: x\n"),
+        ("memcached.package.yaml", "packageName: memcached\n"),
+        ("image-references", "kind: ImageStream\n"),
+    ];
+    for (name, text) in kept {
+        std::fs::write(bundle.join(name), text).unwrap();
+    }
+    std::fs::write(bundle.join("manifests/stale.yaml"), "x: 1\n").unwrap();
+    let r = generate_into(&dir, &bundle, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!bundle.join("manifests/stale.yaml").exists());
+    let r = generate_into(&dir, &bundle, &["--check"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let r = generate_into(&dir, &bundle, &["--force"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for (name, text) in kept {
+        assert_eq!(std::fs::read_to_string(bundle.join(name)).unwrap(), text);
+    }
+    std::fs::create_dir(bundle.join("hack")).unwrap();
+    expect_error(&generate_into(&dir, &bundle, &[]), &["hack/", "--force"]);
     assert!(crate::hidden_entries(&dir).is_empty());
 }
 

@@ -3,6 +3,7 @@
 
 mod adopt;
 mod bad_input;
+mod bounded;
 mod build;
 mod catalog;
 mod chart;
@@ -15,6 +16,8 @@ mod hostile;
 mod hostile_chart;
 mod hostile_validate;
 mod index;
+mod keyless;
+mod keyless_release;
 mod kill;
 mod layout_lock;
 mod manifests;
@@ -27,6 +30,7 @@ mod signals;
 mod support_registry;
 mod token_auth;
 mod validate;
+mod verify_blob;
 mod workflows;
 
 use std::path::{Path, PathBuf};

@@ -236,7 +236,12 @@ pub fn isolated(home: &Path) -> Command {
         .env_remove("XDG_RUNTIME_DIR")
         .env_remove("XDG_CONFIG_HOME")
         .env_remove("OPSHIP_REGISTRY_TIMEOUT")
-        .env_remove("OPSHIP_REGISTRY_RETRIES");
+        .env_remove("OPSHIP_REGISTRY_RETRIES")
+        // A token in the environment (a CI job with `id-token: write`) makes a release
+        // without a key sign keylessly against the public Sigstore.
+        .env_remove("SIGSTORE_ID_TOKEN")
+        .env_remove("ACTIONS_ID_TOKEN_REQUEST_URL")
+        .env_remove("ACTIONS_ID_TOKEN_REQUEST_TOKEN");
     c
 }
 

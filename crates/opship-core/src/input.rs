@@ -24,7 +24,10 @@ pub enum Kind {
     Key,
     /// A password file or a credentials file.
     Secret,
-    /// A chart archive, an attestation predicate, or another file read whole.
+    /// An attestation predicate: signed whole, base64-encoded in a DSSE envelope, so a few
+    /// copies of it are in memory at once.
+    Predicate,
+    /// A chart archive or another file read whole.
     Blob,
 }
 
@@ -39,6 +42,7 @@ impl Kind {
             Kind::Template => 64 * MIB,
             Kind::Key => 64 * 1024,
             Kind::Secret => 64 * 1024,
+            Kind::Predicate => 48 * MIB,
             Kind::Blob => 512 * MIB,
         }
     }
@@ -51,6 +55,7 @@ impl Kind {
             Kind::Template => "catalog template",
             Kind::Key => "key file",
             Kind::Secret => "password or credentials file",
+            Kind::Predicate => "attestation predicate",
             Kind::Blob => "file",
         }
     }

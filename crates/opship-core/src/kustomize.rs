@@ -10,9 +10,8 @@
 //! placeholder, which generation then replaces with the release's image.
 
 use std::ffi::OsString;
-use std::io::Read;
 use std::path::{Component, Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -22,12 +21,35 @@ use crate::manifest::{self, Object};
 /// File names kustomize looks for in a kustomization directory, in its order.
 pub const FILE_NAMES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
-/// The most of kustomize's messages kept for an error.
-const MAX_MESSAGE: usize = 64 * 1024;
+/// How long one `kustomize build` may take (remote resources included), unless
+/// `OPSHIP_CHILD_TIMEOUT` says otherwise.
+const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// The kustomization file of `dir`, when `dir` is a kustomization root.
 pub fn kustomization_file(dir: &Path) -> Option<PathBuf> {
     FILE_NAMES.iter().map(|n| dir.join(n)).find(|p| p.is_file())
+}
+
+/// Refuses a kustomization name in `dir` that is there but is no regular file (a directory, a
+/// FIFO, a device): kustomize cannot use it, and reading `dir` as plain manifests instead
+/// would quietly give a near-empty bundle.
+pub fn check_kustomization_file(dir: &Path) -> Result<()> {
+    for p in FILE_NAMES.iter().map(|n| dir.join(n)) {
+        if let Ok(meta) = std::fs::metadata(&p)
+            && !meta.is_file()
+        {
+            let what = if meta.is_dir() {
+                "a directory"
+            } else {
+                "not a regular file (a FIFO, socket or device)"
+            };
+            return Err(Error::Input(format!(
+                "{}: {what}; a kustomization must be a regular file",
+                p.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A kustomize found on PATH.
@@ -132,53 +154,17 @@ pub fn build_with(tool: &Tool, dir: &Path, placeholder: Option<&str>) -> Result<
     } else {
         dir.to_path_buf()
     };
-    let mut command = Command::new(&tool.program);
-    command
-        .args(&tool.args)
-        .arg(&target)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // A group of its own, killed with everything it started when opship is interrupted.
-    #[cfg(unix)]
-    std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    let mut child = command
-        .spawn()
-        .map_err(|e| Error::Input(format!("cannot run `{shown}`: {e}")))?;
-    let _group = crate::cleanup::register_child(child.id());
-    // The output is read within the manifest budget: a runaway build is stopped, not held in
-    // memory whole. Its messages are read beside it so neither pipe fills up.
-    let stderr = child.stderr.take().map(|mut e| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = (&mut e).take(MAX_MESSAGE as u64).read_to_end(&mut buf);
-            // The rest is drained, not kept, so the child never blocks on a full pipe.
-            let _ = std::io::copy(&mut e, &mut std::io::sink());
-            buf
-        })
-    });
-    // A build's output is a manifest stream, with a stream's budget.
-    let budget = crate::input::Kind::Manifest.budget();
-    let mut stdout = Vec::new();
-    if let Some(o) = child.stdout.take() {
-        o.take(budget + 1)
-            .read_to_end(&mut stdout)
-            .map_err(|e| Error::Input(format!("reading the output of `{shown}`: {e}")))?;
-    }
-    if stdout.len() as u64 > budget {
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(Error::Input(format!(
-            "`{shown}` printed more than the {} MiB a manifest stream may have",
-            budget / (1024 * 1024)
-        )));
-    }
-    let status = child
-        .wait()
-        .map_err(|e| Error::Input(format!("waiting for `{shown}`: {e}")))?;
-    let stderr = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
-    if !status.success() {
-        let mut err = String::from_utf8_lossy(&stderr).trim().to_owned();
+    // A build's output is a manifest stream, with a stream's budget; a resource URL that never
+    // answers or a kustomization that recurses without end meets the deadline.
+    let limits = crate::child::Limits::new(TIMEOUT, crate::input::Kind::Manifest.budget());
+    let out = crate::child::run(
+        Command::new(&tool.program).args(&tool.args).arg(&target),
+        None,
+        limits,
+        &shown,
+    )?;
+    if !out.status.success() {
+        let mut err = out.message();
         if target != dir {
             // The wrapper's path means nothing to the user.
             err = err.replace(
@@ -187,14 +173,11 @@ pub fn build_with(tool: &Tool, dir: &Path, placeholder: Option<&str>) -> Result<
             );
         }
         return Err(Error::Input(format!(
-            "`{shown}` failed ({status}): {}",
-            if err.is_empty() {
-                "no message".into()
-            } else {
-                err
-            }
+            "`{shown}` failed ({}): {err}",
+            out.status
         )));
     }
+    let stdout = out.stdout;
     let text = String::from_utf8(stdout)
         .map_err(|_| Error::Input(format!("`{shown}` printed something that is not UTF-8")))?;
     manifest::parse_objects(&text, Path::new(&format!("`{shown}` output")))

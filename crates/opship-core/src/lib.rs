@@ -3,6 +3,7 @@
 //! touches the network, so all of it is tested without servers.
 
 pub mod bundle;
+pub mod child;
 pub mod cleanup;
 pub mod config;
 pub mod error;
@@ -11,12 +12,14 @@ pub mod gojson;
 pub mod image;
 pub mod input;
 pub mod kustomize;
+pub mod make;
 pub mod makefile;
 pub mod manifest;
 pub mod naming;
 pub mod operator_sdk;
 pub mod output;
 pub mod semver_range;
+pub mod shell;
 pub mod yaml;
 mod yaml_scan;
 mod yaml_tree;

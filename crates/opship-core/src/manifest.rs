@@ -179,9 +179,11 @@ impl Source {
 pub fn load_with(source: &Source, placeholder: Option<&str>) -> Result<Vec<Object>> {
     if let Source::Path(p) = source
         && p.is_dir()
-        && crate::kustomize::kustomization_file(p).is_some()
     {
-        return crate::kustomize::build(p, placeholder);
+        crate::kustomize::check_kustomization_file(p)?;
+        if crate::kustomize::kustomization_file(p).is_some() {
+            return crate::kustomize::build(p, placeholder);
+        }
     }
     load(source)
 }
@@ -200,6 +202,7 @@ pub fn load(source: &Source) -> Result<Vec<Object>> {
         Source::Path(p) => {
             let meta = std::fs::metadata(p).map_err(|e| Error::io(p, e))?;
             if meta.is_dir() {
+                crate::kustomize::check_kustomization_file(p)?;
                 let mut files = Vec::new();
                 walk(p, p, &mut files)?;
                 files.sort();
@@ -244,6 +247,7 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
             }
         }
         if ft.is_dir() {
+            crate::kustomize::check_kustomization_file(&path)?;
             walk(root, &path, out)?;
         } else if matches!(
             name.as_ref(),

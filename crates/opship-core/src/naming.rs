@@ -134,9 +134,248 @@ pub fn repository_path_component(c: &str) -> bool {
     true
 }
 
+/// Why `s` is not an image reference `docker/distribution`'s `ParseNormalizedNamed` accepts,
+/// or `None`: what `generate` refuses to write and rule BND007 reports.
+pub fn image_reference_problem(s: &str) -> Option<String> {
+    if s.is_empty() {
+        return Some("empty".into());
+    }
+    if s.len() == 64 && s.bytes().all(|c| matches!(c, b'a'..=b'f' | b'0'..=b'9')) {
+        return Some("a bare 64-character hex string is an image ID, not a name".into());
+    }
+    // Normalize the domain as ParseNormalizedNamed does.
+    let (domain, remainder) = match s.find('/') {
+        Some(i)
+            if s[..i].contains(['.', ':'])
+                || &s[..i] == "localhost"
+                || s[..i].to_lowercase() != s[..i] =>
+        {
+            (&s[..i], s[i + 1..].to_owned())
+        }
+        _ => ("docker.io", s.to_owned()),
+    };
+    let domain = if domain == "index.docker.io" {
+        "docker.io"
+    } else {
+        domain
+    };
+    let remainder = if domain == "docker.io" && !remainder.contains('/') {
+        format!("library/{remainder}")
+    } else {
+        remainder
+    };
+    let remote = remainder.split(':').next().unwrap_or_default();
+    if remote.to_lowercase() != remote {
+        return Some(format!("repository name `{remote}` must be lower-case"));
+    }
+    let full = format!("{domain}/{remainder}");
+    let (name_tag, digest) = match full.split_once('@') {
+        Some((n, d)) => (n, Some(d)),
+        None => (full.as_str(), None),
+    };
+    let (name, tag) = match name_tag.rsplit_once(':') {
+        Some((n, t)) if !t.contains('/') => (n, Some(t)),
+        _ => (name_tag, None),
+    };
+    if let Some(t) = tag {
+        let ok = !t.is_empty()
+            && t.len() <= 128
+            && t.bytes().next().is_some_and(is_word)
+            && t.bytes().all(|c| is_word(c) || c == b'.' || c == b'-');
+        if !ok {
+            return Some(format!(
+                "tag `{t}` must be 1-128 of [A-Za-z0-9_.-], not starting with '.' or '-'"
+            ));
+        }
+    }
+    if let Some(d) = digest
+        && let Some(p) = digest_problem(d)
+    {
+        return Some(p);
+    }
+    if name.len() > 255 {
+        return Some("the repository name is longer than 255 characters".into());
+    }
+    let parts: Vec<&str> = name.split('/').collect();
+    let paths_ok = |ps: &[&str]| !ps.is_empty() && ps.iter().all(|p| repository_path_component(p));
+    let ok = paths_ok(&parts) || (parts.len() > 1 && domain_ok(parts[0]) && paths_ok(&parts[1..]));
+    if !ok {
+        return Some(
+            "the repository path must be lower-case letters and digits separated by '/', '.', \
+             '_', '__' or '-'"
+                .into(),
+        );
+    }
+    None
+}
+
+fn is_word(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// `host[:port]`: dot-separated `[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?` or `[ipv6]`.
+fn domain_ok(d: &str) -> bool {
+    let (host, port) = if d.starts_with('[') {
+        match d.find(']') {
+            Some(i) => (&d[..=i], d[i + 1..].strip_prefix(':')),
+            None => return false,
+        }
+    } else {
+        match d.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (d, None),
+        }
+    };
+    if d.starts_with('[') && !d[host.len()..].is_empty() && port.is_none() {
+        return false;
+    }
+    if let Some(p) = port
+        && (p.is_empty() || !p.bytes().all(|c| c.is_ascii_digit()))
+    {
+        return false;
+    }
+    if let Some(inner) = host.strip_prefix('[') {
+        let inner = inner.trim_end_matches(']');
+        return !inner.is_empty() && inner.bytes().all(|c| c.is_ascii_hexdigit() || c == b':');
+    }
+    !host.is_empty()
+        && host.split('.').all(|c| {
+            !c.is_empty()
+                && c.bytes().all(|x| x.is_ascii_alphanumeric() || x == b'-')
+                && !c.starts_with('-')
+                && !c.ends_with('-')
+        })
+}
+
+/// `algorithm:hex` with a supported algorithm and the right length of lower-case hex.
+fn digest_problem(d: &str) -> Option<String> {
+    let Some((alg, hex)) = d.split_once(':') else {
+        return Some(format!("digest `{d}` must be <algorithm>:<hex>"));
+    };
+    let len = match alg {
+        "sha256" => 64,
+        "sha384" => 96,
+        "sha512" => 128,
+        _ => {
+            return Some(format!(
+                "digest algorithm `{alg}` is not sha256, sha384 or sha512"
+            ));
+        }
+    };
+    if hex.len() != len || !hex.bytes().all(|c| matches!(c, b'a'..=b'f' | b'0'..=b'9')) {
+        return Some(format!(
+            "{alg} digest must be {len} lower-case hex characters"
+        ));
+    }
+    None
+}
+
+/// The API server's words for a name that is not a DNS-1123 subdomain.
+const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case \
+     alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character \
+     (e.g. 'example.com', regex used for validation is \
+     '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+
+fn is_label_1123(l: &str) -> bool {
+    let b = l.as_bytes();
+    !b.is_empty()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+}
+
+/// `IsDNS1123Subdomain`: the problems in the API server's words, empty when valid.
+pub fn dns1123_subdomain_messages(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > 253 {
+        errs.push("must be no more than 253 characters".into());
+    }
+    if !s.split('.').all(is_label_1123) {
+        errs.push(DNS1123_SUBDOMAIN_MSG.into());
+    }
+    errs
+}
+
+fn is_qualified_name_part(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+/// `IsQualifiedName` (label and annotation keys): why not, if not.
+pub fn qualified_name_problem(s: &str) -> Option<String> {
+    let (prefix, name) = match s.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, s),
+    };
+    if name.contains('/') {
+        return Some("a qualified name must have at most one '/'".into());
+    }
+    if let Some(p) = prefix {
+        if p.is_empty() {
+            return Some("prefix part must be non-empty".into());
+        }
+        if let Some(e) = dns1123_subdomain_messages(p).into_iter().next() {
+            return Some(format!("prefix part {e}"));
+        }
+    }
+    if !is_qualified_name_part(name) {
+        return Some(
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start \
+             and end with an alphanumeric character (at most 63 characters)"
+                .into(),
+        );
+    }
+    None
+}
+
+/// `IsValidLabelValue`: why not, if not.
+pub fn label_value_problem(s: &str) -> Option<String> {
+    (!s.is_empty() && !is_qualified_name_part(s)).then(|| {
+        "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' \
+         or '.', and must start and end with an alphanumeric character (at most 63 characters)"
+            .into()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pullspecs() {
+        for ok in [
+            "quay.io/example/op:v1",
+            "memcached",
+            "docker.io/library/memcached:1.6.26-alpine",
+            "localhost:5000/a/b",
+            "registry.example.com:443/ns/img@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+            "quay.io/a/b:v1@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+            "gcr.io/a__b/c-d.e_f:1.0",
+            "[::1]:5000/x",
+        ] {
+            assert_eq!(image_reference_problem(ok), None, "{ok}");
+        }
+        for bad in [
+            "",
+            "quay.io/Example/op",
+            "quay.io/a/b:",
+            "quay.io/a/b:-x",
+            "quay.io/a/b@sha256:abc",
+            "quay.io/a/b@md5:0123456789abcdef0123456789abcdef",
+            "quay.io//b",
+            "quay.io/a/b c",
+            "a/b/",
+            "quay.io/a..b/c",
+        ] {
+            assert!(image_reference_problem(bad).is_some(), "{bad}");
+        }
+    }
 
     #[test]
     fn csv_names() {

@@ -22,6 +22,8 @@ pub struct Request {
     pub manifests: Option<PathBuf>,
     /// Variables as given on make's command line (`make bundle IMG=…`).
     pub make_vars: Vec<(String, String)>,
+    /// The Makefile target that makes the bundle (default `bundle`).
+    pub target: Option<String>,
 }
 
 /// One setting and where it came from.
@@ -66,8 +68,23 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     let mut found = Vec::new();
     let mut to_decide = Vec::new();
     let makefile_path = dir.join("Makefile");
+    if makefile_path.is_file() {
+        // A Makefile past a configuration file's budget (a 10 MB line) is refused before make
+        // runs on it.
+        crate::input::read(&makefile_path, crate::input::Kind::Config)?;
+    }
     let mf = if makefile_path.is_file() {
-        Some(Makefile::read(&makefile_path, &req.make_vars)?)
+        // The recipe comes from make itself (below); this reading only gives the variables
+        // the recipe does not show, so a Makefile it cannot follow costs only those.
+        match Makefile::read(&makefile_path, &req.make_vars) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                to_decide.push(format!(
+                    "the variables the bundle recipe does not show (BUNDLE_IMG, IMAGE_TAG_BASE, USE_IMAGE_DIGESTS) were not read: {e}"
+                ));
+                None
+            }
+        }
     } else {
         to_decide.push(format!(
             "{} not found: operator-sdk's defaults are used (channel alpha, the base CSV's version)",
@@ -76,9 +93,21 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         // Values given as on make's command line still count.
         Some(Makefile::parse("", &makefile_path, &req.make_vars)?)
     };
+    // A value needing what the evaluator does not run ($(shell), $(call)) is left out and said
+    // so, naming the variable: init stops only for what the bundle needs.
+    let skipped = std::cell::RefCell::new(Vec::new());
     let var = |name: &str| -> Result<Option<(String, String)>> {
         let Some(mf) = &mf else { return Ok(None) };
-        Ok(mf.get(name)?.map(|v| {
+        let v = match mf.get(name) {
+            Ok(v) => v,
+            Err(e) => {
+                skipped
+                    .borrow_mut()
+                    .push(format!("{name} was not read: {e}"));
+                return Ok(None);
+            }
+        };
+        Ok(v.map(|v| {
             let from = match v.line {
                 Some(l) => format!("Makefile:{l} ({name})"),
                 None => format!("--set {name}"),
@@ -94,15 +123,37 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         }
     }
 
-    // operator-sdk's flags, as the bundle recipe passes them.
-    let flags = match var("BUNDLE_GEN_FLAGS")? {
-        Some((text, from)) => GenFlags::parse(&text, &from),
-        None => GenFlags::default(),
+    // What the bundle recipe runs, as the project's own make prints it.
+    let recipe = if makefile_path.is_file() {
+        Some(Recipe::read(
+            dir,
+            req.target.as_deref().unwrap_or("bundle"),
+            &req.make_vars,
+        )?)
+    } else {
+        None
+    };
+    // operator-sdk's flags: those of the recipe's `generate bundle` line, else BUNDLE_GEN_FLAGS.
+    let flags = match recipe.as_ref().and_then(|r| r.flags.clone()) {
+        Some(f) => f,
+        None => match var("BUNDLE_GEN_FLAGS")? {
+            Some((text, from)) => GenFlags::parse(&text, &from),
+            None => GenFlags::default(),
+        },
     };
     for f in &flags.ignored {
-        to_decide.push(format!(
-            "operator-sdk flag `{f}` has no opship equivalent and is not used"
-        ));
+        to_decide.push(match f.as_str() {
+            "--manifests" => format!(
+                "operator-sdk flag `{f}` writes only the manifests and keeps metadata/ as committed; opship writes both, with the package, channels and labels of the committed metadata/annotations.yaml"
+            ),
+            "--metadata" => format!(
+                "operator-sdk flag `{f}` writes only metadata/ and keeps the manifests as committed; opship writes both"
+            ),
+            _ => format!("operator-sdk flag `{f}` has no opship equivalent and is not used"),
+        });
+    }
+    if let Some(r) = &recipe {
+        to_decide.extend(r.notes.iter().cloned());
     }
 
     // Package: --package, else PROJECT's projectName (operator-sdk's default).
@@ -131,13 +182,12 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     });
 
     // The kustomization and the image edit the bundle recipe runs.
-    let recipe = mf.as_ref().and_then(Recipe::read);
     let manifests = match (
         &req.manifests,
         recipe.as_ref().and_then(|r| r.build_dir.clone()),
     ) {
         (Some(m), _) => (m.clone(), "--manifests".to_owned()),
-        (None, Some((d, line))) => (PathBuf::from(d), format!("Makefile:{line} (bundle recipe)")),
+        (None, Some((d, at))) => (PathBuf::from(d), format!("{at} (bundle recipe)")),
         (None, None) => (
             PathBuf::from("config/manifests"),
             "operator-sdk's layout".to_owned(),
@@ -164,13 +214,6 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         value: manifests.0.display().to_string(),
         from: manifests.1,
     });
-    if let Some(r) = &recipe {
-        for (line, text) in &r.edits {
-            to_decide.push(format!(
-                "Makefile:{line}: the bundle recipe edits the bundle after generation (`{text}`); opship does not run it"
-            ));
-        }
-    }
 
     // The base CSV: kubebuilder keeps it in <manifests>/bases/.
     let base = find_base_csv(&manifests_dir, &package.0)?;
@@ -194,19 +237,25 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         _ => None,
     };
     let version = match version {
-        Some((v, from)) => {
-            crate::bundle::parse_version(&v).map_err(|e| {
-                Error::Input(format!("{from}: the version `{v}` is not usable: {e}"))
-            })?;
-            found.push(Found {
-                key: "releases[0].version".into(),
-                value: v.clone(),
-                from,
-            });
-            Some(v)
-        }
+        Some((v, from)) => match crate::bundle::parse_version(&v) {
+            Ok(_) => {
+                found.push(Found {
+                    key: "releases[0].version".into(),
+                    value: v.clone(),
+                    from,
+                });
+                Some(v)
+            }
+            // A per-release value (`VERSION ?= main`, `""`): the release passes it.
+            Err(e) => {
+                to_decide.push(format!(
+                    "{from}: the default version `{v}` is not a release version ({e}); pass --version to generate and release, as with operator-sdk"
+                ));
+                None
+            }
+        },
         None => {
-            to_decide.push("no version found (no VERSION, no --version in BUNDLE_GEN_FLAGS, base CSV at 0.0.0): add a release".into());
+            to_decide.push("no version found (no VERSION, no --version in the bundle recipe, base CSV at 0.0.0): add a release".into());
             None
         }
     };
@@ -243,13 +292,18 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     // config/manager already maps the placeholder to.
     let placeholder = recipe
         .as_ref()
-        .and_then(|r| r.set_image.clone())
-        .map(|(name, _)| name)
+        .and_then(|r| r.set_image.as_ref())
+        .map(|s| s.name.clone())
         .unwrap_or_else(|| "controller".to_owned());
-    let img = var("IMG")?.filter(|(i, _)| i != DEFAULT_IMG && !i.is_empty());
-    let manager_dir = recipe
+    let set_image = recipe.as_ref().and_then(|r| r.set_image.clone());
+    let img = match set_image.as_ref().map(|s| (s.image.clone(), s.at.clone())) {
+        Some((i, at)) => Some((i, format!("{at} (kustomize edit set image)"))),
+        None => var("IMG")?,
+    }
+    .filter(|(i, _)| i != DEFAULT_IMG && !i.is_empty());
+    let manager_dir = set_image
         .as_ref()
-        .and_then(|r| r.set_image.as_ref().map(|(_, d)| d.clone()))
+        .map(|s| s.dir.clone())
         .unwrap_or_else(|| "config/manager".to_owned());
     let image = match img {
         Some(i) => Some(i),
@@ -257,6 +311,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     };
     let operator = match image {
         Some((reference, from)) => {
+            check_reference(&reference, &from)?;
             let (repo, tag) = crate::config::split_tag(&reference);
             let tag = tag.map(|t| match &version {
                 Some(v) if t.contains(v.as_str()) => t.replace(v.as_str(), "{version}"),
@@ -311,6 +366,18 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         }
     }
 
+    // The accounts whose RBAC operator-sdk folds into the CSV beside the deployments' own.
+    let extra_service_accounts = match &flags.extra_service_accounts {
+        Some((names, from)) if !names.is_empty() => {
+            found.push(Found {
+                key: "extraServiceAccounts".into(),
+                value: names.join(","),
+                from: from.clone(),
+            });
+            names.clone()
+        }
+        _ => Vec::new(),
+    };
     let use_digests = flags.use_image_digests.is_some()
         || var("USE_IMAGE_DIGESTS")?.is_some_and(|(v, _)| v == "true");
     let bundle_dir = flags
@@ -322,7 +389,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         key: "bundleDir".into(),
         value: bundle_dir.clone(),
         from: if flags.output_dir.is_some() {
-            "BUNDLE_GEN_FLAGS (--output-dir)".into()
+            flags.output_dir.clone().map(|(_, f)| f).unwrap_or_default()
         } else {
             "operator-sdk's default".into()
         },
@@ -334,7 +401,9 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     // Kinds operator-sdk drops without a word and opship refuses: excluded, and said so.
     let mut exclude_kinds = vec!["Namespace".to_owned()];
     let mut csv_base = None;
-    if let Ok(objects) = crate::kustomize::build(&manifests_dir, Some(&placeholder)) {
+    {
+        // A build that fails here fails `generate` too: said now, with kustomize's message.
+        let objects = crate::kustomize::build(&manifests_dir, Some(&placeholder))?;
         // A base CSV the kustomization does not include is given as csvBase.
         if !objects.iter().any(|o| o.kind() == "ClusterServiceVersion")
             && let Some((path, _)) = &base
@@ -377,10 +446,54 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         })
         .unwrap_or_default();
 
+    // `generate bundle --manifests` alone keeps metadata/ as committed: its package, channels
+    // and extra labels are what the bundle ships with.
+    let package = package.0;
+    let mut channels = channels.0;
+    let mut default_channel = default_channel;
+    let mut labels = std::collections::BTreeMap::new();
+    if flags.ignored.iter().any(|f| f == "--manifests")
+        && !flags.ignored.iter().any(|f| f == "--metadata")
+    {
+        let path = dir.join(&bundle_dir).join("metadata/annotations.yaml");
+        if let Some(kept) = committed_metadata(&path)? {
+            let from = format!("{} (kept by --manifests)", rel(dir, &path));
+            let mut set = |key: &str, value: String| {
+                found.retain(|f| f.key != key);
+                found.push(Found {
+                    key: key.into(),
+                    value,
+                    from: from.clone(),
+                });
+            };
+            // The CSV is named after the package (operator-sdk's `--package`): a different
+            // package in the kept metadata is a mismatch opship does not copy.
+            if let Some(p) = kept.package.filter(|p| *p != package) {
+                to_decide.push(format!(
+                    "{from} names the package `{p}`, but the CSV is generated as package `{package}` (operator-sdk's --package): opship writes `{package}` in both; set package (and the base CSV's name) to choose"
+                ));
+            }
+            if let Some(c) = kept.channels {
+                set("channels", c.join(","));
+                channels = c;
+            }
+            if let Some(d) = kept.default_channel {
+                set("defaultChannel", d.clone());
+                default_channel = Some(d);
+            }
+            for (k, v) in kept.labels {
+                set(&format!("labels.{k}"), v.clone());
+                labels.insert(k, v);
+            }
+        }
+    }
+
+    to_decide.extend(skipped.take());
     let config = Config {
-        package: package.0,
-        channels: channels.0,
+        package,
+        channels,
         default_channel,
+        labels,
         operator,
         manifests: Some(manifests.0),
         csv_base,
@@ -389,6 +502,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         exclude_kinds: Some(exclude_kinds),
         releases,
         use_image_digests: use_digests,
+        extra_service_accounts,
         ..Config::default()
     };
     Ok(Adoption {
@@ -398,8 +512,8 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     })
 }
 
-/// The operator-sdk flags of `BUNDLE_GEN_FLAGS` opship has an equivalent for.
-#[derive(Debug, Default)]
+/// The operator-sdk flags of the recipe's `generate bundle` line opship has an equivalent for.
+#[derive(Debug, Default, Clone)]
 struct GenFlags {
     version: Option<(String, String)>,
     channels: Option<(Vec<String>, String)>,
@@ -407,16 +521,26 @@ struct GenFlags {
     package: Option<(String, String)>,
     output_dir: Option<(String, String)>,
     use_image_digests: Option<String>,
+    extra_service_accounts: Option<(Vec<String>, String)>,
     ignored: Vec<String>,
 }
 
 impl GenFlags {
+    /// Flags in a make variable's value: split as the shell splits the command line.
     fn parse(text: &str, from: &str) -> GenFlags {
+        let words: Vec<String> = match crate::shell::split(text) {
+            Ok(c) => c.into_iter().flat_map(|c| c.words).collect(),
+            Err(_) => text.split_whitespace().map(str::to_owned).collect(),
+        };
+        GenFlags::from_words(&words, from)
+    }
+
+    /// Flags as the shell gives them to operator-sdk.
+    fn from_words(words: &[String], from: &str) -> GenFlags {
         let mut g = GenFlags::default();
-        let words: Vec<&str> = text.split_whitespace().collect();
         let mut i = 0;
         while i < words.len() {
-            let w = words[i];
+            let w = words[i].as_str();
             let (name, inline) = match w.split_once('=') {
                 Some((n, v)) => (n, Some(v.to_owned())),
                 None => (w, None),
@@ -438,7 +562,7 @@ impl GenFlags {
             );
             let value = if takes_value && inline.is_none() {
                 i += 1;
-                words.get(i).map(|v| (*v).to_owned())
+                words.get(i).cloned()
             } else {
                 inline
             };
@@ -452,7 +576,17 @@ impl GenFlags {
                 ("--package", Some(v)) => g.package = Some((v, src)),
                 ("--output-dir", Some(v)) => g.output_dir = Some((v, src)),
                 ("--use-image-digests", _) => g.use_image_digests = Some(src),
-                ("-q" | "--quiet" | "--overwrite" | "--manifests" | "--metadata", _) => {}
+                ("--extra-service-accounts", Some(v)) => {
+                    let names = v
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|n| !n.is_empty())
+                        .map(str::to_owned)
+                        .collect();
+                    g.extra_service_accounts = Some((names, src));
+                }
+                ("-q" | "--quiet" | "--overwrite", _) => {}
+                (n @ ("--manifests" | "--metadata"), _) => g.ignored.push(n.to_owned()),
                 (n, _) => g.ignored.push(n.to_owned()),
             }
             i += 1;
@@ -461,60 +595,282 @@ impl GenFlags {
     }
 }
 
-/// What the Makefile's `bundle` recipe runs.
+/// One `kustomize edit set image NAME=IMAGE` of the recipe.
+#[derive(Debug, Clone)]
+struct SetImage {
+    name: String,
+    image: String,
+    /// The directory it runs in (`cd DIR && …`).
+    dir: String,
+    /// `Makefile:LINE`.
+    at: String,
+}
+
+/// What the bundle target runs, from make's dry run.
 #[derive(Debug, Default)]
 struct Recipe {
-    /// `kustomize build DIR` piped into `generate bundle`, with its line.
-    build_dir: Option<(String, u32)>,
-    /// `cd DIR && kustomize edit set image NAME=…`: (NAME, DIR).
-    set_image: Option<(String, String)>,
-    /// Lines after the generation that change the bundle (sed, yq, mv, cp, rm …).
-    edits: Vec<(u32, String)>,
+    /// `kustomize build DIR` piped into `generate bundle`: (DIR, `Makefile:LINE`).
+    build_dir: Option<(String, String)>,
+    /// The flags of the `generate bundle` command (or of the BUNDLE_GEN_FLAGS it is given).
+    flags: Option<GenFlags>,
+    /// The image edit that sets the operator image (`controller=…`, else the first).
+    set_image: Option<SetImage>,
+    /// What the user has to know: commands opship does not run, with Makefile:LINE.
+    notes: Vec<String>,
 }
 
 impl Recipe {
-    fn read(mf: &Makefile) -> Option<Recipe> {
-        let rule = mf.rule("bundle")?;
+    fn read(dir: &Path, target: &str, vars: &[(String, String)]) -> Result<Recipe> {
+        let steps = crate::make::dry_run(dir, target, vars).map_err(|e| match e {
+            Error::Input(m) if m.contains(&format!("No rule to make target '{target}'")) => {
+                let c = bundle_targets(&dir.join("Makefile"));
+                Error::Input(if c.is_empty() {
+                    format!("{m}\nthe Makefile has no `{target}` target; name the one that makes the bundle with --target")
+                } else {
+                    format!("{m}\nthe Makefile has no `{target}` target; choose one with --target: {}", c.join(", "))
+                })
+            }
+            e => e,
+        })?;
         let mut r = Recipe::default();
+        let mut images: Vec<SetImage> = Vec::new();
         let mut generated = false;
-        for (line, text) in &rule.recipe {
-            let words: Vec<&str> = text.split_whitespace().collect();
-            if text.contains("generate bundle") {
-                generated = true;
-                if let Some(i) = words.iter().position(|w| *w == "build")
-                    && let Some(d) = words.get(i + 1)
-                    && let Some(d) = mf.expand_text(d)
-                {
-                    r.build_dir = Some((d, *line));
+        for step in &steps {
+            let at = step.location();
+            let cmds = match crate::shell::split(&step.text) {
+                Ok(c) => c,
+                Err(e) => {
+                    return Err(Error::Input(format!(
+                        "{at}: make would run `{}`, which a shell cannot read: {e}",
+                        step.text
+                    )));
                 }
+            };
+            let mut cd: Option<String> = None;
+            let mut uses = false;
+            for (i, c) in cmds.iter().enumerate() {
+                let w = &c.words;
+                if c.joint == crate::shell::Joint::Start {
+                    cd = None;
+                }
+                if w.first().map(String::as_str) == Some("cd") {
+                    cd = w.get(1).cloned();
+                    uses = true;
+                    continue;
+                }
+                if let Some(g) = w.iter().position(|x| x == "generate")
+                    && let Some(b) = w[g + 1..].iter().position(|x| !x.starts_with('-'))
+                    && w[g + 1 + b] == "bundle"
+                {
+                    uses = true;
+                    generated = true;
+                    // Global flags between `generate` and `bundle` (`--verbose`) change nothing.
+                    r.flags = Some(GenFlags::from_words(&w[g + 2 + b..], &at));
+                    // The pipeline in front of it: `kustomize build DIR [| filter …] |`.
+                    let mut j = i;
+                    while j > 0 && cmds[j].joint == crate::shell::Joint::Pipe {
+                        j -= 1;
+                        let p = &cmds[j].words;
+                        if let Some(k) = p.iter().position(|x| x == "build")
+                            && k > 0
+                            && p[k - 1].ends_with("kustomize")
+                            && let Some(d) = p[k + 1..].iter().find(|x| !x.starts_with('-'))
+                        {
+                            r.build_dir = Some((d.trim_end_matches('/').to_owned(), at.clone()));
+                        } else if !p.is_empty() {
+                            r.notes.push(format!(
+                                "{at}: the recipe pipes the build through `{}` before operator-sdk; opship does not run it",
+                                p.join(" ")
+                            ));
+                        }
+                    }
+                    continue;
+                }
+                // `generate kustomize manifests` refreshes the base CSV from the Go markers;
+                // opship reads the base as committed.
+                if let Some(g) = w.iter().position(|x| x == "generate")
+                    && w[g + 1..]
+                        .iter()
+                        .find(|x| !x.starts_with('-'))
+                        .is_some_and(|x| x == "kustomize")
+                {
+                    uses = true;
+                    continue;
+                }
+                if w.len() >= 4
+                    && w[0].ends_with("kustomize")
+                    && w[1] == "edit"
+                    && w[2] == "set"
+                    && w[3] == "image"
+                {
+                    uses = true;
+                    for arg in &w[4..] {
+                        if let Some((name, image)) = arg.split_once('=') {
+                            images.push(SetImage {
+                                name: name.to_owned(),
+                                image: image.to_owned(),
+                                dir: cd.clone().unwrap_or_else(|| ".".into()),
+                                at: at.clone(),
+                            });
+                        }
+                    }
+                    continue;
+                }
+                if w.len() >= 2 && w[0].ends_with("kustomize") && w[1] == "edit" {
+                    r.notes.push(format!(
+                        "{at}: `{}` edits the kustomization before the build; opship does not run it",
+                        w.join(" ")
+                    ));
+                    uses = true;
+                    continue;
+                }
+                // A script given the generation flags runs the generation itself.
+                if !generated
+                    && let Some((_, f)) =
+                        c.assignments.iter().find(|(k, _)| k == "BUNDLE_GEN_FLAGS")
+                {
+                    uses = true;
+                    r.flags = Some(GenFlags::parse(f, &format!("{at}: BUNDLE_GEN_FLAGS")));
+                    r.notes.push(format!(
+                        "{at}: the bundle is generated by `{}`, which opship does not read; its BUNDLE_GEN_FLAGS are used",
+                        w.join(" ")
+                    ));
+                }
+            }
+            if uses || step.text.contains("bundle validate") {
                 continue;
             }
-            if let Some(i) = words.iter().position(|w| *w == "image")
-                && i >= 2
-                && words[i - 1] == "set"
-                && words[i - 2] == "edit"
-                && let Some(arg) = words.get(i + 1)
-                && let Some((name, _)) = arg.split_once('=')
-            {
-                let dir = words
-                    .iter()
-                    .position(|w| *w == "cd")
-                    .and_then(|c| words.get(c + 1))
-                    .map(|d| (*d).to_owned())
-                    .unwrap_or_else(|| "config/manager".into());
-                r.set_image = Some((name.to_owned(), dir));
-                continue;
-            }
-            let edits = ["sed ", "yq ", "mv ", "cp ", "rm ", "cat ", ">"];
-            if generated
-                && !text.contains("bundle validate")
-                && edits.iter().any(|e| text.contains(e))
-            {
-                r.edits.push((*line, text.trim().to_owned()));
+            if let Some(sub) = step.sub_make() {
+                r.notes.push(format!(
+                    "{at}: the recipe runs `make {sub}` {}; opship does not run it",
+                    if generated {
+                        "after generation"
+                    } else {
+                        "before generation"
+                    }
+                ));
+            } else if step.target == target || generated {
+                r.notes.push(format!(
+                    "{at}: the recipe runs `{}` {}; opship does not run it",
+                    first_line(&step.text),
+                    if generated {
+                        "after generation"
+                    } else {
+                        "before generation"
+                    }
+                ));
             }
         }
-        Some(r)
+        // The operator's image is the placeholder `controller` (kubebuilder's name), else the
+        // first one set; the others (webhook, worker images) stay as the recipe sets them.
+        r.set_image = images
+            .iter()
+            .find(|i| i.name == "controller")
+            .or(images.first())
+            .cloned();
+        for i in &images {
+            if r.set_image
+                .as_ref()
+                .is_some_and(|s| s.name != i.name || s.dir != i.dir)
+            {
+                r.notes.push(format!(
+                    "{}: the recipe sets the image `{}` to `{}` in {}; opship does not run it",
+                    i.at, i.name, i.image, i.dir
+                ));
+            }
+        }
+        if r.flags.is_none() {
+            r.notes.push(format!(
+                "make's dry run of `{target}` runs no `operator-sdk generate bundle`: operator-sdk's defaults are used"
+            ));
+        }
+        Ok(r)
     }
+}
+
+/// What a committed `metadata/annotations.yaml` says.
+#[derive(Debug, Default)]
+struct KeptMetadata {
+    package: Option<String>,
+    channels: Option<Vec<String>>,
+    default_channel: Option<String>,
+    /// Annotations that are not operator-sdk's own (`com.redhat.openshift.versions`).
+    labels: Vec<(String, String)>,
+}
+
+/// Reads the committed bundle's `metadata/annotations.yaml`, when there is one.
+fn committed_metadata(path: &Path) -> Result<Option<KeptMetadata>> {
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let doc = yaml::parse_one(&yaml::read_text_of(path, crate::input::Kind::Config)?, path)?;
+    let Some(map) = doc.value["annotations"].as_object() else {
+        return Err(Error::invalid(
+            doc.origin(""),
+            "metadata/annotations.yaml has no `annotations` mapping",
+        ));
+    };
+    let mut kept = KeptMetadata::default();
+    for (k, v) in map {
+        let Some(v) = v.as_str() else { continue };
+        match k.as_str() {
+            "operators.operatorframework.io.bundle.package.v1" => {
+                kept.package = Some(v.to_owned());
+            }
+            "operators.operatorframework.io.bundle.channels.v1" => {
+                kept.channels = Some(v.split(',').map(|c| c.trim().to_owned()).collect());
+            }
+            "operators.operatorframework.io.bundle.channel.default.v1" => {
+                kept.default_channel = Some(v.to_owned());
+            }
+            k if k.starts_with("operators.operatorframework.io.") => {}
+            k => kept.labels.push((k.to_owned(), v.to_owned())),
+        }
+    }
+    Ok(Some(kept))
+}
+
+/// Refuses what cannot be an image reference: a value built from an empty environment
+/// variable or a command that printed nothing (`quay.io//op`, `op:`), or a broken line.
+fn check_reference(r: &str, from: &str) -> Result<()> {
+    let (repo, tag) = crate::config::split_tag(r);
+    let ok = !repo.is_empty()
+        && r.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c))
+        && repo.split('/').all(|p| !p.is_empty())
+        && tag.is_none_or(|t| !t.is_empty());
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Input(format!(
+            "{from}: the operator image `{r}` is not an image reference (is it built from an environment variable or a command that gave nothing?); give it as on make's command line: --set IMG=<image>"
+        )))
+    }
+}
+
+fn first_line(s: &str) -> String {
+    let l = s.lines().next().unwrap_or_default();
+    if l.len() < s.len() {
+        format!("{l} …")
+    } else {
+        l.to_owned()
+    }
+}
+
+/// The Makefile's rule names that start with `bundle`, for `--target`.
+fn bundle_targets(makefile: &Path) -> Vec<String> {
+    let Ok(text) = crate::input::read_string(makefile, crate::input::Kind::Config) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with("bundle"))
+        .filter_map(|l| l.split_once(':').map(|(n, _)| n.trim().to_owned()))
+        .filter(|n| !n.contains(['$', ' ', '=']))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// `<manifests>/bases/*.clusterserviceversion.yaml` of the package (or the only one).

@@ -507,6 +507,50 @@ const MAX_NODES: usize = 20_000_000;
 /// Node limit of files under validation, which may come from anyone: the largest file of 237
 /// real bundles has about 57,000 nodes; 2 million keep one file below about 600 MB.
 const UNTRUSTED_MAX_NODES: usize = 2_000_000;
+/// Nodes that aliases (and the copies kept for anchors) may add to any input, however small.
+const COPIED_NODES_FLOOR: usize = 500_000;
+/// Scalar bytes that aliases (and the copies kept for anchors) may add to any input.
+const COPIED_BYTES_FLOOR: usize = 16 * 1024 * 1024;
+/// Aliases in one input.
+const MAX_ALIASES: usize = 10_000;
+
+/// The budget of one YAML input, scaled to its size, that every reader applies (the tree
+/// builder of [`parse_stream`] and friends, and the check in front of [`parse_typed`]). Text
+/// without aliases costs memory in proportion to its size; aliases are what can turn a few
+/// bytes into gigabytes (a nest of lists ten times ten times ..., or one 3.5 MB scalar named
+/// ten thousand times). So what aliases and anchors copy is counted on its own, in nodes and
+/// in scalar bytes, and may not exceed what the input could hold by itself: a node per 8 bytes
+/// and its own size in bytes, with floors for small files, and at most [`MAX_ALIASES`]
+/// aliases. A file within the budget takes at most a few hundred MB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Nodes in all, alias expansion included.
+    pub max_nodes: usize,
+    /// Alias (`*name`) occurrences.
+    pub max_aliases: usize,
+    /// Nodes copied by aliases and for anchors.
+    pub max_copied_nodes: usize,
+    /// Scalar and key bytes copied by aliases and for anchors.
+    pub max_copied_bytes: usize,
+}
+
+impl Budget {
+    /// The budget of an input of `len` bytes; `untrusted` for files under validation (a
+    /// tighter cap on nodes).
+    pub fn for_input(len: usize, untrusted: bool) -> Budget {
+        let cap = if untrusted {
+            UNTRUSTED_MAX_NODES
+        } else {
+            MAX_NODES
+        };
+        Budget {
+            max_nodes: cap,
+            max_aliases: MAX_ALIASES,
+            max_copied_nodes: (len / 8).max(COPIED_NODES_FLOOR).min(cap),
+            max_copied_bytes: len.max(COPIED_BYTES_FLOOR),
+        }
+    }
+}
 
 fn budget() -> serde_saphyr::Budget {
     let mut b = serde_saphyr::Budget::default();
@@ -516,7 +560,7 @@ fn budget() -> serde_saphyr::Budget {
     b.max_events = 40_000_000;
     b.max_total_scalar_bytes = 512 * 1024 * 1024;
     b.max_reader_input_bytes = Some(1024 * 1024 * 1024);
-    b.max_aliases = 10_000;
+    b.max_aliases = MAX_ALIASES;
     b.max_anchors = 10_000;
     b
 }
@@ -581,12 +625,8 @@ fn parse_fast(
     quick: bool,
 ) -> Result<(Vec<Document>, Vec<DuplicateKey>)> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let max_nodes = if lenient {
-        UNTRUSTED_MAX_NODES
-    } else {
-        MAX_NODES
-    };
-    let (trees, dups) = crate::yaml_tree::parse(text, file, lenient, max_nodes, quick)?;
+    let budget = Budget::for_input(text.len(), lenient);
+    let (trees, dups) = crate::yaml_tree::parse(text, file, lenient, budget, quick)?;
     let file: Arc<Path> = Arc::from(file);
     let docs = trees
         .into_iter()
@@ -686,6 +726,10 @@ pub fn parse_one(text: &str, file: &Path) -> Result<Document> {
 /// the file, line and column of the offending key.
 pub fn parse_typed<T: serde::de::DeserializeOwned>(text: &str, file: &Path) -> Result<T> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    // serde-saphyr replays an alias's events for every use and a typed field may copy each
+    // replayed scalar, so the shared budget is checked first, by the tree builder (which
+    // stops at the first copy too many); every other error is left to serde-saphyr's words.
+    crate::yaml_tree::check_budget(text, file, Budget::for_input(text.len(), false))?;
     serde_saphyr::from_str_with_options(text, options()).map_err(|e| yaml_error(file, &e))
 }
 
@@ -879,6 +923,76 @@ mod tests {
         }
         let err = p(&s).unwrap_err().to_string();
         assert!(err.contains("t.yaml"), "{err}");
+    }
+
+    /// Ten levels of ten aliases each: 10^10 nodes if expanded.
+    fn nested_alias_bomb() -> String {
+        let mut s = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..10 {
+            let p = format!("*a{}", i - 1);
+            s.push_str(&format!("a{i}: &a{i} [{}]\n", vec![p; 10].join(", ")));
+        }
+        s
+    }
+
+    /// One `size`-byte scalar named `times` times.
+    fn aliased_scalar(size: usize, times: usize) -> String {
+        let mut s = format!("big: &s \"{}\"\nuses:\n", "x".repeat(size));
+        for _ in 0..times {
+            s.push_str("- *s\n");
+        }
+        s
+    }
+
+    #[test]
+    fn every_reader_applies_the_alias_budget() {
+        // Scaled down from issue 28's 3.5 MB x 9,990: 1 MB named 100 times (100 MB if copied)
+        // is past the 16 MiB a 1 MB input may copy.
+        let scalar = aliased_scalar(1 << 20, 100);
+        let bomb = nested_alias_bomb();
+        for text in [&scalar, &bomb] {
+            for err in [
+                p(text).map(|_| ()).unwrap_err(),
+                parse_stream_lenient(text, Path::new("t.yaml"))
+                    .map(|_| ())
+                    .unwrap_err(),
+                parse_typed::<Value>(text, Path::new("t.yaml"))
+                    .map(|_| ())
+                    .unwrap_err(),
+            ] {
+                let err = err.to_string();
+                assert!(
+                    err.starts_with("t.yaml:")
+                        && err.contains("aliases and anchors copy more than"),
+                    "{err}"
+                );
+            }
+        }
+        // Within the budget, aliases work on every path.
+        let small = aliased_scalar(1000, 100);
+        assert_eq!(
+            p(&small).unwrap()[0].value["uses"][99],
+            json!("x".repeat(1000))
+        );
+        // (serde-saphyr refuses 100 aliases of one anchor by its own ratio rule.)
+        let v: Value = parse_typed(&aliased_scalar(1000, 9), Path::new("t.yaml")).unwrap();
+        assert_eq!(v["uses"].as_array().map(Vec::len), Some(9));
+    }
+
+    #[test]
+    fn the_budget_scales_with_the_input() {
+        let small = Budget::for_input(1000, false);
+        assert_eq!(small.max_copied_bytes, 16 << 20);
+        assert_eq!(small.max_copied_nodes, 500_000);
+        let big = Budget::for_input(64 << 20, false);
+        assert_eq!(big.max_copied_bytes, 64 << 20);
+        assert_eq!(big.max_copied_nodes, 8 << 20);
+        // Bundle files keep their 2 million nodes in all.
+        assert_eq!(Budget::for_input(64 << 20, true).max_nodes, 2_000_000);
+        assert_eq!(
+            Budget::for_input(64 << 20, true).max_copied_nodes,
+            2_000_000
+        );
     }
 
     #[test]

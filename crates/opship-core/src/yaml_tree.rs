@@ -13,11 +13,10 @@ use granit_parser::{Event, Options, Parser, ScalarStyle, Span, Tag};
 use serde_json::{Map, Number, Value};
 
 use crate::error::{Error, Result};
-use crate::yaml::{DuplicateKey, Origin, Pos, Positions};
+use crate::yaml::{Budget, DuplicateKey, Origin, Pos, Positions};
 
 /// Limits, the same as the serde path's budget.
 const MAX_DEPTH: usize = 512;
-const MAX_ALIASES: usize = 10_000;
 const MAX_ANCHORS: usize = 10_000;
 
 /// One parsed document: value, positions of its nodes.
@@ -26,10 +25,11 @@ pub(crate) struct Tree {
     pub positions: Positions,
 }
 
-/// An anchored node kept for aliases: its value and its size in nodes.
+/// An anchored node kept for aliases: its value and its size in nodes and scalar bytes.
 struct Anchored {
     value: Value,
     nodes: usize,
+    bytes: usize,
 }
 
 enum Kind {
@@ -52,6 +52,8 @@ struct Frame {
     idx: usize,
     /// Node count when it opened.
     first_node: usize,
+    /// Scalar byte count when it opened.
+    first_byte: usize,
     at: Pos,
 }
 
@@ -64,8 +66,14 @@ struct Builder<'f> {
     anchors: HashMap<usize, Anchored>,
     dups: Vec<(String, Pos)>,
     nodes: usize,
-    max_nodes: usize,
+    /// Scalar and key bytes so far, alias expansion included.
+    bytes: usize,
+    budget: Budget,
+    /// What aliases and anchors copied so far (nodes, bytes).
+    copied: (usize, usize),
     aliases: usize,
+    /// Whether the last error was the budget's (not the text's).
+    over_budget: bool,
     /// Finished documents.
     docs: Vec<Tree>,
     /// The current document's root, once complete.
@@ -115,16 +123,42 @@ impl Builder<'_> {
 
     fn count(&mut self, n: usize, at: Pos) -> Result<()> {
         self.nodes += n;
-        if self.nodes > self.max_nodes {
+        if self.nodes > self.budget.max_nodes {
+            self.over_budget = true;
             return Err(self.error(
                 at,
                 format!(
                     "more than {} YAML nodes (alias expansion included)",
-                    self.max_nodes
+                    self.budget.max_nodes
                 ),
             ));
         }
         Ok(())
+    }
+
+    /// Charges a copy of `nodes` nodes and `bytes` scalar bytes (an alias's value, or the copy
+    /// kept of an anchored node) to the budget, before it is made.
+    fn charge_copy(&mut self, nodes: usize, bytes: usize, at: Pos) -> Result<()> {
+        self.copied.0 += nodes;
+        self.copied.1 += bytes;
+        let why = if self.copied.0 > self.budget.max_copied_nodes {
+            format!(
+                "aliases and anchors copy more than {} YAML nodes",
+                self.budget.max_copied_nodes
+            )
+        } else if self.copied.1 > self.budget.max_copied_bytes {
+            format!(
+                "aliases and anchors copy more than {} bytes of text",
+                self.budget.max_copied_bytes
+            )
+        } else {
+            return Ok(());
+        };
+        self.over_budget = true;
+        Err(self.error(
+            at,
+            format!("{why}, the limit for an input of this size; not read further"),
+        ))
     }
 
     /// Attaches a finished node to its parent (or returns it when it is a document root).
@@ -174,18 +208,27 @@ impl Builder<'_> {
     }
 
     /// Keeps an anchored node for later aliases.
-    fn record_anchor(&mut self, anchor: usize, value: &Value, nodes: usize) -> Result<()> {
+    fn record_anchor(
+        &mut self,
+        anchor: usize,
+        value: &Value,
+        (nodes, bytes): (usize, usize),
+        at: Pos,
+    ) -> Result<()> {
         if anchor == 0 {
             return Ok(());
         }
         if self.anchors.len() >= MAX_ANCHORS {
-            return Err(self.error(Pos::default(), format!("more than {MAX_ANCHORS} anchors")));
+            self.over_budget = true;
+            return Err(self.error(at, format!("more than {MAX_ANCHORS} anchors")));
         }
+        self.charge_copy(nodes, bytes, at)?;
         self.anchors.insert(
             anchor,
             Anchored {
                 value: value.clone(),
                 nodes,
+                bytes,
             },
         );
         Ok(())
@@ -440,7 +483,7 @@ fn float(t: &str) -> Option<std::result::Result<Value, &'static str>> {
 }
 
 impl Builder<'_> {
-    fn new(file: &Path, lenient: bool, max_nodes: usize) -> Builder<'_> {
+    fn new(file: &Path, lenient: bool, budget: Budget) -> Builder<'_> {
         Builder {
             file,
             lenient,
@@ -449,8 +492,11 @@ impl Builder<'_> {
             anchors: HashMap::new(),
             dups: Vec::new(),
             nodes: 0,
-            max_nodes,
+            bytes: 0,
+            budget,
+            copied: (0, 0),
             aliases: 0,
+            over_budget: false,
             docs: Vec::new(),
             root: None,
         }
@@ -481,12 +527,14 @@ impl Builder<'_> {
             }
             Event::Scalar(text, style, anchor, tag) => {
                 self.count(1, at)?;
+                let len = text.len();
+                self.bytes += len;
                 let is_key = self.slot().is_none();
                 if !is_key {
                     let v = scalar(text, style, tag.as_deref()).map_err(|e| self.error(at, e))?;
                     let i = self.open(at);
                     self.positions.close(i);
-                    self.record_anchor(anchor, &v, 1)?;
+                    self.record_anchor(anchor, &v, (1, len), at)?;
                     if let Some(r) = self.attach(v, at)? {
                         self.root = Some(r);
                     }
@@ -497,7 +545,7 @@ impl Builder<'_> {
                     .unwrap_or_else(|_| Value::String(text.to_string()));
                 match is_key {
                     false => {
-                        self.record_anchor(anchor, &v, 1)?;
+                        self.record_anchor(anchor, &v, (1, len), at)?;
                         if let Some(r) = self.attach(v, at)? {
                             self.root = Some(r);
                         }
@@ -516,7 +564,7 @@ impl Builder<'_> {
                         } else {
                             key
                         };
-                        self.record_anchor(anchor, &key, 1)?;
+                        self.record_anchor(anchor, &key, (1, len), at)?;
                         self.attach(key, at)?;
                     }
                 }
@@ -545,6 +593,7 @@ impl Builder<'_> {
                     anchor,
                     idx,
                     first_node: self.nodes,
+                    first_byte: self.bytes,
                     at,
                 });
             }
@@ -565,21 +614,32 @@ impl Builder<'_> {
                     }
                 };
                 self.positions.close(frame.idx);
-                self.record_anchor(frame.anchor, &value, self.nodes - frame.first_node)?;
+                let size = (self.nodes - frame.first_node, self.bytes - frame.first_byte);
+                self.record_anchor(frame.anchor, &value, size, frame.at)?;
                 if let Some(r) = self.attach(value, frame.at)? {
                     self.root = Some(r);
                 }
             }
             Event::Alias(id) => {
                 self.aliases += 1;
-                if self.aliases > MAX_ALIASES {
-                    return Err(self.error(at, format!("more than {MAX_ALIASES} aliases")));
+                if self.aliases > self.budget.max_aliases {
+                    self.over_budget = true;
+                    return Err(
+                        self.error(at, format!("more than {} aliases", self.budget.max_aliases))
+                    );
                 }
                 let Some(a) = self.anchors.get(&id) else {
                     return Err(self.error(at, "alias to an unknown anchor"));
                 };
-                let (value, n) = (a.value.clone(), a.nodes);
+                let (n, bytes) = (a.nodes, a.bytes);
+                // Counted before the copy is made: the copy is what must not happen.
                 self.count(n, at)?;
+                self.charge_copy(n, bytes, at)?;
+                self.bytes += bytes;
+                let value = self
+                    .anchors
+                    .get(&id)
+                    .map_or(Value::Null, |a| a.value.clone());
                 match self.slot() {
                     Some(key) => {
                         let key = key.map(str::to_owned);
@@ -606,18 +666,35 @@ pub(crate) fn parse(
     text: &str,
     file: &Path,
     lenient: bool,
-    max_nodes: usize,
+    budget: Budget,
     quick: bool,
 ) -> Result<(Vec<Tree>, Vec<DuplicateKey>)> {
     // The quick reader first; whatever it leaves (or any error) is read again by granit, the
     // judge of validity and of every error message.
     if quick {
-        let mut b = Builder::new(file, lenient, max_nodes);
+        let mut b = Builder::new(file, lenient, budget);
         if crate::yaml_scan::scan(text, |ev, at| b.feed(ev, at)).is_ok() {
             return Ok(b.finish());
         }
     }
-    let mut b = Builder::new(file, lenient, max_nodes);
+    let mut b = Builder::new(file, lenient, budget);
+    granit(text, &mut b)?;
+    Ok(b.finish())
+}
+
+/// Reads `text` under `budget` and fails only when the budget is exceeded: the check in front
+/// of readers that build values their own way (serde-saphyr's typed path). Syntax errors and
+/// the like are theirs to report.
+pub(crate) fn check_budget(text: &str, file: &Path, budget: Budget) -> Result<()> {
+    let mut b = Builder::new(file, false, budget);
+    match granit(text, &mut b) {
+        Err(e) if b.over_budget => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Feeds granit's events for `text` to `b`.
+fn granit(text: &str, b: &mut Builder<'_>) -> Result<()> {
     // Comments are not kept in the trees; without them the parser skips the work of
     // attaching each one to a node (a fifth of its time on commented CRDs).
     let mut options = Options::default();
@@ -635,7 +712,7 @@ pub(crate) fn parse(
         })?;
         b.feed(ev, pos(&span))?;
     }
-    Ok(b.finish())
+    Ok(())
 }
 
 impl Builder<'_> {

@@ -400,6 +400,353 @@ fn check_volume(doc: &Document, ptr: &str, what: &str, v: &Value) -> Result<()> 
     Ok(())
 }
 
+/// A value check failed at `ptr`: the error with its file and line.
+fn bad(doc: &Document, ptr: &str, message: String) -> Error {
+    Error::config(doc.origin(ptr), message)
+}
+
+fn str_at<'v>(v: &'v Value, key: &str) -> &'v str {
+    v.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// Why `q` is not a Kubernetes resource quantity (`resource.ParseQuantity`'s grammar: a
+/// signed decimal number, then one of the suffixes `Ki`…`Ei`, `n u m k M G T P E` or an
+/// exponent `e`/`E` with a signed integer), or a negative one as the API server refuses for
+/// container resources.
+pub fn quantity_problem(q: &str) -> Option<String> {
+    let b = q.as_bytes();
+    let mut i = 0;
+    if matches!(b.first(), Some(b'+' | b'-')) {
+        i += 1;
+    }
+    let int_start = i;
+    while b.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    let mut digits = i - int_start;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let frac = i;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        digits += i - frac;
+    }
+    let suffix = &q[i..];
+    let suffix_ok = matches!(
+        suffix,
+        "" | "Ki"
+            | "Mi"
+            | "Gi"
+            | "Ti"
+            | "Pi"
+            | "Ei"
+            | "n"
+            | "u"
+            | "m"
+            | "k"
+            | "M"
+            | "G"
+            | "T"
+            | "P"
+            | "E"
+    ) || suffix
+        .strip_prefix(['e', 'E'])
+        .map(|e| e.strip_prefix(['+', '-']).unwrap_or(e))
+        .is_some_and(|e| !e.is_empty() && e.bytes().all(|c| c.is_ascii_digit()));
+    if digits == 0 || !suffix_ok {
+        return Some(
+            "quantities must match the regular expression              '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+                .into(),
+        );
+    }
+    let negative = q.starts_with('-') && q[1..i].bytes().any(|c| c.is_ascii_digit() && c != b'0');
+    negative.then(|| "must be greater than or equal to 0".into())
+}
+
+/// Why `name` is not an environment variable name the API server accepts (printable ASCII
+/// other than `=`, not empty: its rule since `RelaxedEnvironmentVariableValidation`).
+pub fn env_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("must not be empty".into());
+    }
+    name.bytes()
+        .any(|c| !(32..=126).contains(&c) || c == b'=')
+        .then(|| {
+            "a valid environment variable name must consist only of printable ASCII characters \
+         other than '='"
+                .into()
+        })
+}
+
+/// Whether `name` is a resource a container may ask for: `cpu`, `memory`,
+/// `ephemeral-storage`, `hugepages-<size>`, or one qualified with a domain (`nvidia.com/gpu`).
+fn resource_name_problem(name: &str) -> Option<String> {
+    if matches!(name, "cpu" | "memory" | "ephemeral-storage") || name.starts_with("hugepages-") {
+        return None;
+    }
+    if !name.contains('/') {
+        return Some("must be a standard resource for containers".into());
+    }
+    opship_core::naming::qualified_name_problem(name)
+}
+
+/// Checks the values of a deployment config key as the API server (and OLM v1, which applies
+/// them to the operator's Deployment) would: a value that passes the schema but that the
+/// server refuses is an error here, with its line, instead of a rendered manifest that fails
+/// to apply.
+fn check_values(doc: &Document, ptr: &str, key: &str, value: &Value) -> Result<()> {
+    let at = |parts: &[&str]| -> String {
+        parts.iter().fold(ptr.to_owned(), |p, t| {
+            format!("{p}/{}", yaml::escape_pointer_token(t))
+        })
+    };
+    let items = value.as_array().map(Vec::as_slice).unwrap_or_default();
+    match key {
+        "nodeSelector" | "annotations" => {
+            for (k, v) in value.as_object().into_iter().flatten() {
+                let spelled = if key == "annotations" {
+                    k.to_lowercase()
+                } else {
+                    k.clone()
+                };
+                if let Some(p) = opship_core::naming::qualified_name_problem(&spelled) {
+                    return Err(bad(doc, &at(&[k]), format!("`{key}` key {k:?}: {p}")));
+                }
+                if key == "nodeSelector"
+                    && let Some(p) =
+                        opship_core::naming::label_value_problem(v.as_str().unwrap_or_default())
+                {
+                    return Err(bad(doc, &at(&[k]), format!("`{key}.{k}`: {p}")));
+                }
+            }
+        }
+        "resources" => {
+            for part in ["limits", "requests"] {
+                for (name, q) in value
+                    .get(part)
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                {
+                    let p = at(&[part, name]);
+                    if let Some(e) = resource_name_problem(name) {
+                        return Err(bad(doc, &p, format!("`resources.{part}` {name:?}: {e}")));
+                    }
+                    let problem = match q {
+                        Value::String(s) => quantity_problem(s),
+                        Value::Number(n) if n.as_f64().is_some_and(|f| f < 0.0) => {
+                            Some("must be greater than or equal to 0".into())
+                        }
+                        _ => None,
+                    };
+                    if let Some(e) = problem {
+                        return Err(bad(doc, &p, format!("`resources.{part}.{name}` {q}: {e}")));
+                    }
+                }
+            }
+        }
+        "tolerations" => {
+            for (i, t) in items.iter().enumerate() {
+                let i = i.to_string();
+                let (k, op) = (str_at(t, "key"), str_at(t, "operator"));
+                let (val, effect) = (str_at(t, "value"), str_at(t, "effect"));
+                let w = format!("tolerations[{i}]");
+                if !matches!(op, "" | "Equal" | "Exists") {
+                    return Err(bad(
+                        doc,
+                        &at(&[&i, "operator"]),
+                        format!("`{w}.operator` {op:?}: supported values: \"Equal\", \"Exists\""),
+                    ));
+                }
+                if k.is_empty() && op != "Exists" {
+                    return Err(bad(
+                        doc,
+                        &at(&[&i]),
+                        format!(
+                            "`{w}.operator` must be Exists when `key` is empty, which means \"match all values and all keys\""
+                        ),
+                    ));
+                }
+                if let Some(p) = (!k.is_empty())
+                    .then(|| opship_core::naming::qualified_name_problem(k))
+                    .flatten()
+                {
+                    return Err(bad(doc, &at(&[&i, "key"]), format!("`{w}.key` {k:?}: {p}")));
+                }
+                if op == "Exists" && !val.is_empty() {
+                    return Err(bad(
+                        doc,
+                        &at(&[&i, "value"]),
+                        format!("`{w}.value` must be empty when `operator` is 'Exists'"),
+                    ));
+                }
+                if let Some(p) = opship_core::naming::label_value_problem(val) {
+                    return Err(bad(doc, &at(&[&i, "value"]), format!("`{w}.value`: {p}")));
+                }
+                if !matches!(effect, "" | "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
+                    return Err(bad(
+                        doc,
+                        &at(&[&i, "effect"]),
+                        format!(
+                            "`{w}.effect` {effect:?}: supported values: \"NoExecute\", \"NoSchedule\", \"PreferNoSchedule\""
+                        ),
+                    ));
+                }
+                if t.get("tolerationSeconds").is_some_and(|s| !s.is_null()) && effect != "NoExecute"
+                {
+                    return Err(bad(
+                        doc,
+                        &at(&[&i, "effect"]),
+                        format!("`{w}.effect` must be 'NoExecute' when `tolerationSeconds` is set"),
+                    ));
+                }
+            }
+        }
+        "env" => {
+            for (i, e) in items.iter().enumerate() {
+                let i = i.to_string();
+                let name = str_at(e, "name");
+                if let Some(p) = env_name_problem(name) {
+                    return Err(bad(
+                        doc,
+                        &at(&[&i, "name"]),
+                        format!("`env[{i}].name` {name:?}: {p}"),
+                    ));
+                }
+                let Some(from) = e.get("valueFrom").and_then(Value::as_object) else {
+                    continue;
+                };
+                if !str_at(e, "value").is_empty() {
+                    return Err(bad(
+                        doc,
+                        &at(&[&i, "valueFrom"]),
+                        format!(
+                            "`env[{i}].valueFrom` may not be specified when `value` is not empty"
+                        ),
+                    ));
+                }
+                let sources = from.values().filter(|v| !v.is_null()).count();
+                if sources != 1 {
+                    return Err(bad(
+                        doc,
+                        &at(&[&i, "valueFrom"]),
+                        format!(
+                            "`env[{i}].valueFrom` must specify exactly one source (`fieldRef`, `resourceFieldRef`, `configMapKeyRef`, `secretKeyRef` or `fileKeyRef`), it has {sources}"
+                        ),
+                    ));
+                }
+            }
+        }
+        "envFrom" => {
+            for (i, e) in items.iter().enumerate() {
+                let i = i.to_string();
+                let prefix = str_at(e, "prefix");
+                if let Some(p) = (!prefix.is_empty())
+                    .then(|| env_name_problem(prefix))
+                    .flatten()
+                {
+                    return Err(bad(
+                        doc,
+                        &at(&[&i, "prefix"]),
+                        format!("`envFrom[{i}].prefix` {prefix:?}: {p}"),
+                    ));
+                }
+                let refs = ["configMapRef", "secretRef"]
+                    .iter()
+                    .filter(|r| e.get(**r).is_some_and(|v| !v.is_null()))
+                    .count();
+                // An entry with neither source (only a `prefix`) is rendered by OLM v1 as is
+                // (its deploymentConfig scenario has one), so only two sources are refused.
+                if refs > 1 {
+                    return Err(bad(
+                        doc,
+                        &at(&[&i]),
+                        format!(
+                            "`envFrom[{i}]` has both `configMapRef` and `secretRef`; one entry \
+                             names one source"
+                        ),
+                    ));
+                }
+            }
+        }
+        "volumes" => {
+            let mut names = std::collections::BTreeSet::new();
+            for (i, v) in items.iter().enumerate() {
+                let i = i.to_string();
+                let name = str_at(v, "name");
+                if !opship_core::config::is_dns1123_label(name) {
+                    return Err(bad(
+                        doc,
+                        &at(&[&i, "name"]),
+                        format!(
+                            "`volumes[{i}].name` {name:?} is not a DNS-1123 label (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)"
+                        ),
+                    ));
+                }
+                if !names.insert(name) {
+                    return Err(bad(
+                        doc,
+                        &at(&[&i, "name"]),
+                        format!("`volumes[{i}].name` {name:?} is given twice"),
+                    ));
+                }
+            }
+        }
+        "volumeMounts" => {
+            let mut paths = std::collections::BTreeSet::new();
+            for (i, m) in items.iter().enumerate() {
+                let i = i.to_string();
+                let w = format!("volumeMounts[{i}]");
+                if str_at(m, "name").is_empty() {
+                    return Err(bad(doc, &at(&[&i, "name"]), format!("`{w}.name` is empty")));
+                }
+                let path = str_at(m, "mountPath");
+                if path.is_empty() {
+                    return Err(bad(
+                        doc,
+                        &at(&[&i, "mountPath"]),
+                        format!("`{w}.mountPath` is empty"),
+                    ));
+                }
+                if !paths.insert(path) {
+                    return Err(bad(
+                        doc,
+                        &at(&[&i, "mountPath"]),
+                        format!("`{w}.mountPath` {path:?} must be unique"),
+                    ));
+                }
+                let sub = str_at(m, "subPath");
+                if !sub.is_empty() && !str_at(m, "subPathExpr").is_empty() {
+                    return Err(bad(
+                        doc,
+                        &at(&[&i, "subPathExpr"]),
+                        format!("`{w}`: subPathExpr and subPath are mutually exclusive"),
+                    ));
+                }
+                for (field, p) in [("subPath", sub), ("subPathExpr", str_at(m, "subPathExpr"))] {
+                    if p.starts_with('/') {
+                        return Err(bad(
+                            doc,
+                            &at(&[&i, field]),
+                            format!("`{w}.{field}` {p:?} must be a relative path"),
+                        ));
+                    }
+                    if p.split('/').any(|c| c == "..") {
+                        return Err(bad(
+                            doc,
+                            &at(&[&i, field]),
+                            format!("`{w}.{field}` {p:?} must not contain '..'"),
+                        ));
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 impl DeploymentConfig {
     /// Reads and checks the deployment config at `ptr` of `doc`.
     pub fn from_value(doc: &Document, ptr: &str) -> Result<DeploymentConfig> {
@@ -467,6 +814,7 @@ impl DeploymentConfig {
                     ));
                 }
             }
+            check_values(doc, &p, what, &value)?;
         }
         Ok(out)
     }
@@ -492,4 +840,113 @@ pub fn check_namespace(ns: &str, what: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(deployment_config: &str) -> String {
+        let text = format!("watchNamespace: ''\ndeploymentConfig:\n{deployment_config}");
+        InlineConfig::parse(&text, Path::new("c.yaml"))
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    }
+
+    /// Values the schema lets through but the API server refuses (issue 28): each an error
+    /// with the file and the line of the value.
+    #[test]
+    fn values_are_checked_as_the_api_server_would() {
+        for (config, line, says) in [
+            (
+                "  resources:\n    limits:\n      cpu: abc\n",
+                5,
+                "quantities must match",
+            ),
+            (
+                "  resources:\n    requests:\n      memory: -1Gi\n",
+                5,
+                "greater than or equal to 0",
+            ),
+            (
+                "  resources:\n    requests:\n      gpu: 1\n",
+                5,
+                "standard resource",
+            ),
+            ("  env:\n  - name: A=B\n    value: x\n", 4, "other than '='"),
+            (
+                "  env:\n  - name: \"A\\nB\"\n    value: x\n",
+                4,
+                "printable ASCII",
+            ),
+            (
+                "  env:\n  - name: ''\n    value: x\n",
+                4,
+                "must not be empty",
+            ),
+            (
+                "  env:\n  - name: A\n    value: x\n    valueFrom:\n      fieldRef: {fieldPath: metadata.name}\n",
+                7,
+                "may not be specified when `value` is not empty",
+            ),
+            (
+                "  tolerations:\n  - key: k\n    operator: Bogus\n",
+                5,
+                "\"Equal\", \"Exists\"",
+            ),
+            (
+                "  tolerations:\n  - operator: Equal\n    value: v\n",
+                4,
+                "must be Exists when `key` is empty",
+            ),
+            (
+                "  tolerations:\n  - key: k\n    effect: NoSchedule\n    tolerationSeconds: 5\n",
+                5,
+                "NoExecute",
+            ),
+            (
+                "  nodeSelector:\n    \"bad key!\": x\n",
+                4,
+                "name part must consist",
+            ),
+            ("  annotations:\n    a/b/c: x\n", 4, "at most one '/'"),
+            (
+                "  volumes:\n  - name: ../X\n    emptyDir: {}\n",
+                4,
+                "DNS-1123 label",
+            ),
+            (
+                "  volumeMounts:\n  - name: v\n    mountPath: ''\n",
+                5,
+                "mountPath` is empty",
+            ),
+            (
+                "  volumeMounts:\n  - name: v\n    mountPath: /a\n    subPath: ../x\n",
+                6,
+                "must not contain '..'",
+            ),
+        ] {
+            let err = refused(config);
+            assert!(
+                err.contains(&format!("c.yaml:{line}:")) && err.contains(says),
+                "{config}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn good_values_pass() {
+        let text = "deploymentConfig:\n  resources:\n    limits: {cpu: 500m, memory: 1.5Gi, nvidia.com/gpu: 1, ephemeral-storage: 1e3}\n    requests: {cpu: '0.25', memory: 128974848}\n  env:\n  - {name: LOG_LEVEL, value: debug}\n  - name: POD\n    value: ''\n    valueFrom: {fieldRef: {fieldPath: metadata.name}}\n  - {name: my.var-1}\n  tolerations:\n  - {operator: Exists}\n  - {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 300}\n  - {key: k, value: v, effect: NoSchedule}\n  nodeSelector: {kubernetes.io/os: linux}\n  annotations: {example.com/Note: x}\n  volumes:\n  - {name: certs, emptyDir: {}}\n  volumeMounts:\n  - {name: certs, mountPath: /certs, subPath: a/b}\n";
+        let c = InlineConfig::parse(text, Path::new("c.yaml")).unwrap();
+        assert!(c.deployment_config.is_some_and(|d| !d.is_empty()));
+        for q in [
+            "1", "+1", "0.5", ".5", "5.", "1e-3", "1E+9", "100Mi", "2Ei", "10n", "-0",
+        ] {
+            assert_eq!(quantity_problem(q), None, "{q}");
+        }
+        for q in ["", "abc", "1.2.3", "1Z", "1KB", "e3", "1e", "-1"] {
+            assert!(quantity_problem(q).is_some(), "{q}");
+        }
+    }
 }

@@ -9,9 +9,8 @@
 //! 5. `$XDG_CONFIG_HOME/containers/auth.json` (default `~/.config/containers/auth.json`);
 //! 6. anonymous.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -243,21 +242,15 @@ fn helper_get(name: &str, host: &str) -> Result<Found> {
         )));
     }
     let program = format!("docker-credential-{name}");
-    let mut child = Command::new(&program)
-        .arg("get")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| Error::Input(format!("cannot run {program}: {e}")))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(host.as_bytes())
-            .map_err(|e| Error::Input(format!("{program}: {e}")))?;
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| Error::Input(format!("{program}: {e}")))?;
+    // A helper that prompts, hangs or floods is stopped: credentials are a few hundred bytes.
+    let limits = opship_core::child::Limits::new(std::time::Duration::from_secs(60), 1024 * 1024);
+    let out = opship_core::child::run(
+        Command::new(&program).arg("get"),
+        Some(host.as_bytes()),
+        limits,
+        &format!("{program} get"),
+    )
+    .map_err(|e| Error::Input(e.to_string()))?;
     if !out.status.success() {
         return Err(Error::Input(format!(
             "{program} get {host}: {}{}",

@@ -152,6 +152,11 @@ pub enum Error {
     #[error("{0}")]
     #[diagnostic(code(opship::cosign::signature))]
     Signature(String),
+    /// Keyless signing: the identity token, Fulcio, Rekor or the timestamp authority (their
+    /// answer quoted).
+    #[error("{0}")]
+    #[diagnostic(code(opship::keyless))]
+    Keyless(String),
 }
 
 impl Error {

@@ -26,10 +26,11 @@ use std::path::PathBuf;
 
 pub use error::{Error, Result};
 pub use event::Event;
-pub use plan::{CatalogTarget, KeyPlan, Plan};
+pub use plan::{CatalogTarget, KeyPlan, KeylessPlan, Plan};
 pub use step::{Kind, Location, State, Step, Subject};
 pub use summary::{
-    BundleSummary, CatalogImage, CatalogSummary, ChartSummary, SignatureSummary, Summary,
+    BundleSummary, CatalogImage, CatalogSummary, ChartSummary, KeylessSummary, SignatureSummary,
+    Summary,
 };
 
 use opship_core::config::Project;
@@ -60,6 +61,18 @@ pub struct Options<'a> {
     pub source_date_epoch: Option<u64>,
     /// Pins image references to digests when the config asks for it.
     pub pin_images: Option<Pinner<'a>>,
+    /// Keyless signing, used when no key is configured (no `key`, no `signing:`), the release
+    /// pushes to a registry and an identity token is available.
+    pub keyless: Keyless,
+}
+
+/// How the release signs keylessly (see [`Options::keyless`]).
+#[derive(Debug, Clone, Default)]
+pub struct Keyless {
+    /// The token sources, the services and the time limit.
+    pub options: opship_oci::cosign::keyless::Options,
+    /// The signature format; `None`: the image's existing one, else cosign 3's bundles.
+    pub format: Option<opship_oci::cosign::signing::Format>,
 }
 
 /// How a release ended when it did not fail.

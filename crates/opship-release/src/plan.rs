@@ -40,6 +40,8 @@ pub struct Plan {
     pub chart_out: PathBuf,
     /// The signing key.
     pub key: KeyPlan,
+    /// Keyless signing instead of the key (see [`crate::Options::keyless`]).
+    pub keyless: Option<KeylessPlan>,
     /// The steps, in order, as checked and run.
     pub steps: Vec<Step>,
 }
@@ -75,6 +77,63 @@ pub struct KeyPlan {
     pub password_file: Option<PathBuf>,
     /// The default key, generated when missing.
     pub generated: bool,
+}
+
+/// Keyless signing: where the identity token comes from and which services sign.
+#[derive(Debug, Clone)]
+pub struct KeylessPlan {
+    /// Where the token comes from, for the plan (never the token itself).
+    pub token_source: String,
+    /// `--identity-token` when it names a file (shown in the step commands).
+    pub token_file: Option<PathBuf>,
+    /// `--signing-config`.
+    pub signing_config: Option<PathBuf>,
+    /// The session's settings.
+    pub options: opship_oci::cosign::keyless::Options,
+    /// The signature format asked for.
+    pub format: Option<opship_oci::cosign::signing::Format>,
+}
+
+impl KeylessPlan {
+    /// Keyless signing when no key is configured, a registry is the target (keyless
+    /// signatures are registry referrers or `.sig` manifests with certificates; a layout keeps
+    /// the key) and a token source is there.
+    fn of(options: &crate::Options<'_>, configured: bool, registry: bool) -> Result<Option<Self>> {
+        // A token in the environment is ambient (every CI job with `id-token: write` has
+        // one); `--identity-token` is asked for, so a release that cannot use it says why.
+        if options.keyless.options.identity_token.is_some() && (configured || !registry) {
+            return Err(Error::Config(
+                if configured {
+                    "--identity-token is for keyless signing, but a signing key is configured \
+                     (--key or `signing:`): use one or the other"
+                } else {
+                    "--identity-token is for keyless signing, which needs a registry \
+                     (--registry or `registry:`): a release into the OCI layout only signs \
+                     with a key"
+                }
+                .into(),
+            ));
+        }
+        let k = &options.keyless.options;
+        let flag = k.identity_token.as_deref();
+        if configured || !registry || !k.env.available(flag) {
+            return Ok(None);
+        }
+        let token_file = flag.map(PathBuf::from).filter(|p| p.is_file());
+        let token_source = match (flag, &token_file) {
+            (Some(_), Some(f)) => format!("--identity-token {}", s(f)),
+            (Some(_), None) => "--identity-token".to_owned(),
+            (None, _) if k.env.sigstore_id_token.is_some() => "SIGSTORE_ID_TOKEN".to_owned(),
+            (None, _) => "GitHub Actions (ACTIONS_ID_TOKEN_REQUEST_URL)".to_owned(),
+        };
+        Ok(Some(KeylessPlan {
+            token_source,
+            token_file,
+            signing_config: k.overrides.signing_config.clone(),
+            options: k.clone(),
+            format: options.keyless.format,
+        }))
+    }
 }
 
 impl Plan {
@@ -178,6 +237,7 @@ impl Plan {
                 }
             }
         };
+        let keyless = KeylessPlan::of(options, !key.generated, registry.is_some())?;
         if !key.generated && !key.key.exists() {
             return Err(Error::Config(format!(
                 "the signing key {} does not exist (`opship key generate` makes one; without \
@@ -206,6 +266,7 @@ impl Plan {
             catalogs,
             chart_out,
             key,
+            keyless,
             registry,
             project,
             steps: Vec::new(),
@@ -219,7 +280,8 @@ impl Plan {
     /// with a registry its push and signature.
     pub fn step_count(&self) -> usize {
         let registry = usize::from(self.registry.is_some());
-        let key = usize::from(self.key.generated && !self.key.key.exists());
+        let key =
+            usize::from(self.keyless.is_none() && self.key.generated && !self.key.key.exists());
         let catalog = |t: &CatalogTarget| 4 + 2 * usize::from(t.remote.is_some());
         3 + registry
             + key
@@ -264,11 +326,11 @@ impl Plan {
     }
 
     /// `sign --key K [--password-file F] -a release=V --identity ID [--insecure] REF`.
+    /// Keyless: `sign [--identity-token FILE] [--signing-config F] -a release=V …` (a token
+    /// given as a value or by the environment is not shown).
     pub fn sign_command(&self, identity: &str, reference: &str) -> Vec<String> {
-        let mut v: Vec<String> = vec!["sign".into(), "--key".into(), s(&self.key.key)];
-        if let Some(f) = &self.key.password_file {
-            v.extend(["--password-file".into(), s(f)]);
-        }
+        let mut v: Vec<String> = vec!["sign".into()];
+        self.signer_args(&mut v);
         v.extend([
             "-a".into(),
             format!("release={}", self.version),
@@ -285,10 +347,8 @@ impl Plan {
     /// `attest --key K [--password-file F] --type slsaprovenance1 --predicate FILE [--insecure]
     /// REF`.
     pub fn attest_command(&self, predicate: &Path, reference: &str) -> Vec<String> {
-        let mut v: Vec<String> = vec!["attest".into(), "--key".into(), s(&self.key.key)];
-        if let Some(f) = &self.key.password_file {
-            v.extend(["--password-file".into(), s(f)]);
-        }
+        let mut v: Vec<String> = vec!["attest".into()];
+        self.signer_args(&mut v);
         v.extend([
             "--type".into(),
             "slsaprovenance1".into(),
@@ -300,6 +360,61 @@ impl Plan {
         }
         v.push(reference.to_owned());
         self.command(&v)
+    }
+
+    /// The key's flags, or the keyless ones.
+    fn signer_args(&self, v: &mut Vec<String>) {
+        match &self.keyless {
+            Some(k) => {
+                if let Some(f) = &k.token_file {
+                    v.extend(["--identity-token".into(), s(f)]);
+                }
+                if let Some(f) = &k.signing_config {
+                    v.extend(["--signing-config".into(), s(f)]);
+                }
+                let o = &k.options.overrides;
+                for (flag, url) in [
+                    ("--fulcio-url", &o.fulcio),
+                    ("--rekor-url", &o.rekor),
+                    ("--timestamp-server-url", &o.tsa),
+                ] {
+                    if let Some(u) = url {
+                        v.extend([flag.into(), u.clone()]);
+                    }
+                }
+                match k.format {
+                    Some(opship_oci::cosign::signing::Format::Cosign2) => {
+                        v.extend(["--format".into(), "cosign2".into()])
+                    }
+                    Some(opship_oci::cosign::signing::Format::Cosign3) => {
+                        v.extend(["--format".into(), "cosign3".into()])
+                    }
+                    None => {}
+                }
+            }
+            None => {
+                v.extend(["--key".into(), s(&self.key.key)]);
+                if let Some(f) = &self.key.password_file {
+                    v.extend(["--password-file".into(), s(f)]);
+                }
+            }
+        }
+    }
+
+    /// What signs, for step descriptions: the key's file, or `keylessly (token from …)`.
+    pub fn signer_text(&self) -> String {
+        match &self.keyless {
+            Some(k) => format!("keylessly (identity token from {})", k.token_source),
+            None => format!("with {}", s(&self.key.key)),
+        }
+    }
+
+    /// What a signing step reads to sign: the key file, or the identity token.
+    pub fn signer_read(&self) -> String {
+        match &self.keyless {
+            Some(k) => format!("identity token ({})", k.token_source),
+            None => s(&self.key.key),
+        }
     }
 
     /// Where the provenance predicates are written (`dist/provenance`).

@@ -6,6 +6,7 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use opship_core::image::Digest;
 use opship_oci::cosign::provenance::{Provenance, Resource, Source};
@@ -16,12 +17,15 @@ use crate::plan::Plan;
 /// The URI is `origin`'s when there is one, else `git+file://` and the checkout's top level.
 pub(crate) fn source(dir: &Path) -> Option<Source> {
     let git = |args: &[&str]| -> Option<String> {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .output()
-            .ok()?;
+        // Bounded like every child: a git waiting on a lock or a hook does not hold the release.
+        let limits = opship_core::child::Limits::new(Duration::from_secs(60), 64 * 1024);
+        let out = opship_core::child::run(
+            Command::new("git").arg("-C").arg(dir).args(args),
+            None,
+            limits,
+            &format!("git {}", args.join(" ")),
+        )
+        .ok()?;
         out.status
             .success()
             .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())

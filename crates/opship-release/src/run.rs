@@ -20,7 +20,8 @@ use crate::sign::Signer;
 use crate::stage::{self, Staged, Stopped, Warning};
 use crate::step::{Kind, Location, State, Step, Subject};
 use crate::summary::{
-    BundleSummary, CatalogImage, CatalogSummary, ChartSummary, SignatureSummary, Summary,
+    BundleSummary, CatalogImage, CatalogSummary, ChartSummary, KeylessSummary, SignatureSummary,
+    Summary,
 };
 use crate::{Options, Outcome};
 
@@ -112,7 +113,11 @@ pub(crate) fn release(
             opship_core::fsutil::sweep_once(d);
         }
     }
-    let signer = Signer::new(plan.key.clone(), options.password.take());
+    let signer = Signer::new(
+        plan.key.clone(),
+        options.password.take(),
+        plan.keyless.clone(),
+    );
     // A first release of this version (no bundle image in the layout yet) signs: the key is
     // decrypted meanwhile. A re-run decrypts only when a signature is missing.
     if !plan.dry_run && layout_digest(&plan.layout, &plan.bundle_tag).is_none() {
@@ -148,6 +153,15 @@ pub(crate) fn release(
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    // A dry run of a keyless release reads the token (its expiry and audience checked) and
+    // names the identity it would sign as; no certificate is asked for.
+    if plan.dry_run && plan.keyless.is_some() {
+        rt.block_on(signer.preview())
+            .map_err(|message| Error::Check {
+                id: "sign".into(),
+                message,
+            })?;
+    }
     let client = match client {
         Some(c) => Some(Arc::new(c.join().map_err(|_| {
             Error::Config("setting up the registry client failed".into())
@@ -233,17 +247,27 @@ fn client_for(ns: &str, o: opship_oci::Options) -> Result<Registry> {
 }
 
 impl Runner<'_> {
+    /// How the steps sign: keylessly as the certificate's identity once it is known, else as
+    /// the plan says.
+    fn signer_text(&self) -> String {
+        match self.signer.keyless_identity() {
+            Some((identity, issuer)) => format!("keylessly as {identity} (issuer {issuer})"),
+            None => self.plan.signer_text(),
+        }
+    }
+
     /// Records a step: runs `action` when it is pending (and this is no dry run), reporting
     /// start and finish, else reports it skipped.
     fn execute(&mut self, mut step: Step, action: impl FnOnce(&Self) -> StepResult) -> Result<()> {
         if step.state.pending() && !self.plan.dry_run {
             (self.on_event)(&Event::Started(&step));
             if let Err(message) = action(self) {
+                let command = step.command_line();
                 return Err(Error::Step {
                     version: self.plan.version.clone(),
                     id: step.id,
                     description: step.description,
-                    command: step.command.join(" "),
+                    command,
                     message,
                 });
             }
@@ -329,15 +353,11 @@ impl Runner<'_> {
             kind: Kind::Sign {
                 subject: subject.clone(),
             },
-            description: format!(
-                "sign {what} {} with {}",
-                subject.digest,
-                s(&self.plan.key.key)
-            ),
+            description: format!("sign {what} {} {}", subject.digest, self.signer_text()),
             command: self
                 .plan
                 .sign_command(&subject.identity, &subject.reference()),
-            reads: vec![subject.reference(), s(&self.plan.key.key)],
+            reads: vec![subject.reference(), self.plan.signer_read()],
             writes: vec![subject.signature_reference()],
             digest: Some(subject.digest.clone()),
             state: State::Planned,
@@ -394,6 +414,33 @@ impl Runner<'_> {
 
         let runs = |st: &Step| st.state.pending() && !self.plan.dry_run;
         let (run_sign, run_attest) = (runs(&sign), attest.as_ref().is_some_and(|a| runs(&a.step)));
+        // Keyless: the certificate is asked for by the first step that writes a signature,
+        // before anything is written, and the steps name the identity it certifies.
+        if self.signer.is_keyless() && (run_sign || run_attest) {
+            if let Err(message) = self.rt.block_on(self.signer.start_session()) {
+                let step = if run_sign {
+                    sign
+                } else {
+                    attest.map(|a| a.step).unwrap_or(sign)
+                };
+                return Err(Error::Step {
+                    version: self.plan.version.clone(),
+                    id: step.id,
+                    description: step.description,
+                    command: step.command.join(" "),
+                    message,
+                });
+            }
+            sign.description = format!("sign {what} {} {}", subject.digest, self.signer_text());
+            if let Some(a) = &mut attest {
+                a.step.description = format!(
+                    "attest {what} {} with its SLSA provenance ({}) {}",
+                    subject.digest,
+                    s(&a.file),
+                    self.signer_text()
+                );
+            }
+        }
         let r = &*self;
         let (signed, attested) = r.rt.block_on(async {
             let signed = async {
@@ -414,7 +461,15 @@ impl Runner<'_> {
                     _ => Ok(()),
                 }
             };
-            tokio::join!(signed, attested)
+            // Keyless signatures and attestations in cosign 3's format are both referrers of
+            // the image: without the referrers API they share one fallback tag, which two
+            // writers at once would overwrite in turn. One after the other, then.
+            if r.signer.is_keyless() {
+                let signed = signed.await;
+                (signed, attested.await)
+            } else {
+                tokio::join!(signed, attested)
+            }
         });
         self.execute(sign, |_| signed)?;
         if let Some(a) = attest {
@@ -462,12 +517,13 @@ impl Runner<'_> {
                 subject: subject.clone(),
             },
             description: format!(
-                "attest {what} {} with its SLSA provenance ({})",
+                "attest {what} {} with its SLSA provenance ({}) {}",
                 subject.digest,
-                s(&file)
+                s(&file),
+                self.signer_text()
             ),
             command: self.plan.attest_command(&file, &subject.reference()),
-            reads: vec![subject.reference(), s(&self.plan.key.key)],
+            reads: vec![subject.reference(), self.plan.signer_read()],
             writes: vec![s(&file), subject.attestation_reference()],
             digest: Some(Digest::of(&provenance.to_bytes()).as_str().to_owned()),
             state: State::Planned,
@@ -657,7 +713,7 @@ impl Runner<'_> {
 
         // 4. Sign (the default key made first when missing).
         let key = self.plan.key.clone();
-        if key.generated && !key.key.exists() {
+        if self.plan.keyless.is_none() && key.generated && !key.key.exists() {
             let pw = key.password_file.as_deref().map(s).unwrap_or_default();
             let step = Step {
                 id: "key".into(),
@@ -725,8 +781,14 @@ impl Runner<'_> {
         let chart = self.chart_steps(staged, options)?;
 
         // The `.sig` manifest as it is now (the signatures of this digest, ours among them).
-        let signature_ref = bundle_subject.signature_reference();
+        // A keyless signature in cosign 3's format is a referrer: its place is said, and
+        // there is no `.sig` manifest to name.
+        let keyless_location = self.signer.keyless_location(&bundle_digest);
+        let signature_ref = keyless_location
+            .clone()
+            .unwrap_or_else(|| bundle_subject.signature_reference());
         let signature_digest = match &bundle_remote {
+            Some(_) if keyless_location.is_some_and(|l| !l.ends_with(".sig")) => None,
             Some(_) => self.remote_digest("sign", &signature_ref)?,
             None => layout_digest(
                 &layout,
@@ -748,9 +810,14 @@ impl Runner<'_> {
             signature: SignatureSummary {
                 reference: signature_ref,
                 digest: signature_digest,
-                key: s(&key.key),
-                public_key: s(&key.public),
-                generated_key: key.generated,
+                key: self.plan.keyless.is_none().then(|| s(&key.key)),
+                public_key: self.plan.keyless.is_none().then(|| s(&key.public)),
+                generated_key: self.plan.keyless.is_none() && key.generated,
+                keyless: self.plan.keyless.as_ref().map(|k| KeylessSummary {
+                    token_source: k.token_source.clone(),
+                    identity: self.signer.keyless_identity().map(|(i, _)| i.to_owned()),
+                    issuer: self.signer.keyless_identity().map(|(_, i)| i.to_owned()),
+                }),
             },
             catalogs,
             chart,
@@ -855,7 +922,7 @@ impl Runner<'_> {
                     version: self.plan.version.clone(),
                     id: step.id.clone(),
                     description: step.description.clone(),
-                    command: step.command.join(" "),
+                    command: step.command_line(),
                     message: e.to_string(),
                 })?;
             if !report.passed() {
@@ -975,6 +1042,9 @@ impl Runner<'_> {
                     subject,
                     attest,
                 )?;
+                if let Some(l) = self.signer.keyless_location(d) {
+                    signature = Some(l);
+                }
             }
             None => {
                 // Dry run before the catalog add: the digest, and so the signature, comes later.
@@ -990,7 +1060,7 @@ impl Runner<'_> {
                             },
                         },
                     },
-                    description: format!("sign the catalog image with {}", s(&self.plan.key.key)),
+                    description: format!("sign the catalog image {}", self.plan.signer_text()),
                     command: self.plan.sign_command(
                         &catalog_repo,
                         &target
@@ -1296,7 +1366,11 @@ impl Runner<'_> {
             location: Location::Registry { repository },
         };
         summary.signature = Some(subject.signature_reference());
+        let digest = subject.digest.clone();
         self.sign_step("sign-chart".into(), "the chart", subject, sign_ahead)?;
+        if let Some(l) = self.signer.keyless_location(&digest) {
+            summary.signature = Some(l);
+        }
         summary.reference = Some(format!("oci://{remote}"));
         summary.manifest_digest = Some(manifest_digest);
         Ok(summary)

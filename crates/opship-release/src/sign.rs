@@ -2,7 +2,9 @@
 //! once when the default is used, decrypted at most once per release, only when something is
 //! signed), the check that a signature by this key for the subject's identity verifies, and
 //! the signing itself, in the layout or in the registry; the same for SLSA provenance
-//! attestations (registry only: the attestation library writes to registries).
+//! attestations (registry only: the attestation library writes to registries). Without a
+//! configured key and with an identity token, the same steps sign keylessly: one Fulcio
+//! certificate for the release, a log entry and timestamp per signature.
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
@@ -11,6 +13,7 @@ use std::thread::JoinHandle;
 
 use opship_oci::Registry;
 use opship_oci::cosign::attestation::{self, Format};
+use opship_oci::cosign::keyless::Session;
 use opship_oci::cosign::provenance::{PREDICATE_TYPE, Provenance};
 use opship_oci::cosign::signing::{self, SignReport};
 use opship_oci::cosign::verification::{self, Identity, Policy};
@@ -18,7 +21,7 @@ use opship_oci::cosign::{EncryptedKey, PrivateKey, PublicKey};
 use opship_oci::registry::parse_reference;
 use zeroize::Zeroizing;
 
-use crate::plan::{KeyPlan, s};
+use crate::plan::{KeyPlan, KeylessPlan, s};
 use crate::step::{Location, Subject};
 
 /// `.opship/.gitignore`: the key, its password, and the temporaries a run killed while writing
@@ -38,21 +41,105 @@ pub(crate) struct Signer {
     /// so that scrypt (cosign's N = 32768) overlaps with the steps before the first signature.
     decrypting: RefCell<Option<JoinHandle<Result<PrivateKey, String>>>>,
     public: OnceCell<PublicKey>,
+    /// Keyless instead of the key.
+    keyless: Option<KeylessPlan>,
+    /// The keyless session (its certificate), started by the first step that signs.
+    session: OnceCell<Session>,
+    /// A dry run's identity and issuer from the token's claims.
+    preview: OnceCell<(String, String)>,
+    /// Where each keyless signature went, by the digest signed.
+    keyless_signed: RefCell<BTreeMap<String, String>>,
 }
 
 impl Signer {
-    pub(crate) fn new(plan: KeyPlan, password: Option<Zeroizing<String>>) -> Self {
+    pub(crate) fn new(
+        plan: KeyPlan,
+        password: Option<Zeroizing<String>>,
+        keyless: Option<KeylessPlan>,
+    ) -> Self {
         Signer {
             plan,
             password,
             private: OnceCell::new(),
             decrypting: RefCell::new(None),
             public: OnceCell::new(),
+            keyless,
+            session: OnceCell::new(),
+            preview: OnceCell::new(),
+            keyless_signed: RefCell::new(BTreeMap::new()),
         }
+    }
+
+    /// Whether the release signs keylessly.
+    pub(crate) fn is_keyless(&self) -> bool {
+        self.keyless.is_some()
+    }
+
+    /// Starts the keyless session (token, key, Fulcio certificate) once; a no-op with a key.
+    pub(crate) async fn start_session(&self) -> Result<(), String> {
+        let Some(k) = &self.keyless else {
+            return Ok(());
+        };
+        if self.session.get().is_none() {
+            let session = Session::start(&k.options)
+                .await
+                .map_err(|e| e.to_string())?;
+            let _ = self.session.set(session);
+        }
+        Ok(())
+    }
+
+    /// The keyless session's certificate identity and issuer, once started; in a dry run,
+    /// what the token's claims say Fulcio will certify (see [`Signer::preview`]).
+    pub(crate) fn keyless_identity(&self) -> Option<(&str, &str)> {
+        match self.session.get() {
+            Some(s) => Some((s.identity(), s.issuer())),
+            None => self.preview.get().map(|(i, s)| (i.as_str(), s.as_str())),
+        }
+    }
+
+    /// For a dry run: reads the identity token (checking its expiry and audience) and keeps the
+    /// identity its claims name, without asking Fulcio for a certificate.
+    pub(crate) async fn preview(&self) -> Result<(), String> {
+        let Some(k) = &self.keyless else {
+            return Ok(());
+        };
+        let timeout = if k.options.timeout.is_zero() {
+            std::time::Duration::from_secs(60)
+        } else {
+            k.options.timeout
+        };
+        let token = opship_oci::cosign::keyless::token::obtain(
+            k.options.identity_token.as_deref(),
+            &k.options.env,
+            timeout,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        let identity = token
+            .claims
+            .expected_identity()
+            .unwrap_or_else(|| token.claims.subject.clone());
+        let _ = self.preview.set((identity, token.claims.issuer.clone()));
+        Ok(())
+    }
+
+    /// Where the keyless signature of `digest` went, when this release made one.
+    pub(crate) fn keyless_location(&self, digest: &str) -> Option<String> {
+        self.keyless_signed.borrow().get(digest).cloned()
+    }
+
+    fn session(&self) -> Result<&Session, String> {
+        self.session
+            .get()
+            .ok_or_else(|| "the keyless session was not started".to_owned())
     }
 
     /// The public key, when its file exists (it does not before the default key is made).
     pub(crate) fn public(&self) -> Result<Option<&PublicKey>, String> {
+        if self.keyless.is_some() {
+            return Ok(None);
+        }
         if let Some(k) = self.public.get() {
             return Ok(Some(k));
         }
@@ -66,7 +153,7 @@ impl Signer {
     /// Starts decrypting the key on another thread, when there is a key file: [`Signer::sign`]
     /// and [`Signer::attest`] take the result (or its error) instead of decrypting.
     pub(crate) fn start_decrypting(&self) {
-        if self.private.get().is_some() || !self.plan.key.is_file() {
+        if self.keyless.is_some() || self.private.get().is_some() || !self.plan.key.is_file() {
             return;
         }
         // The first use of the crypto library's random generator seeds it from CPU jitter
@@ -194,7 +281,58 @@ impl Signer {
         subject: &Subject,
         version: &str,
     ) -> Result<SignReport, String> {
+        if self.keyless.is_some() {
+            return self.sign_keyless(client, subject, version).await;
+        }
         sign(self.private()?, client, subject, version).await
+    }
+
+    /// [`Signer::sign`] keylessly: in the format asked for, else the image's, else cosign 3's
+    /// bundle. Everything (log entry, timestamp) is obtained before the registry is written.
+    async fn sign_keyless(
+        &self,
+        client: Option<&Registry>,
+        subject: &Subject,
+        version: &str,
+    ) -> Result<SignReport, String> {
+        let session = self.session()?;
+        let client = client.ok_or("keyless signing needs the registry")?;
+        let reference = registry_reference(subject)?;
+        let digest =
+            opship_core::image::Digest::parse(&subject.digest).map_err(|e| e.to_string())?;
+        let notes = BTreeMap::from([("release".to_owned(), version.to_owned())]);
+        let format = self.format(client, &reference, &digest).await?;
+        let report = signing::sign_keyless(
+            client,
+            &reference,
+            &digest,
+            session,
+            &subject.identity,
+            &notes,
+            format,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        self.keyless_signed
+            .borrow_mut()
+            .insert(subject.digest.clone(), report.location.clone());
+        Ok(report)
+    }
+
+    /// The keyless format for an image: the one asked for, else its signatures', else cosign 3.
+    async fn format(
+        &self,
+        client: &Registry,
+        reference: &opship_oci::registry::Reference,
+        digest: &opship_core::image::Digest,
+    ) -> Result<signing::Format, String> {
+        if let Some(f) = self.keyless.as_ref().and_then(|k| k.format) {
+            return Ok(f);
+        }
+        Ok(signing::existing_format(client, reference, digest)
+            .await
+            .map_err(|e| e.to_string())?
+            .unwrap_or(signing::Format::Cosign3))
     }
 
     /// Whether an attestation by the release key of exactly this provenance (the same
@@ -243,10 +381,26 @@ impl Signer {
         subject: &Subject,
         provenance: &Provenance,
     ) -> Result<attestation::AttestReport, String> {
-        let key = self.private()?;
         let reference = registry_reference(subject)?;
         let digest =
             opship_core::image::Digest::parse(&subject.digest).map_err(|e| e.to_string())?;
+        if self.keyless.is_some() {
+            let format = match self.format(client, &reference, &digest).await? {
+                signing::Format::Cosign2 => Format::Att,
+                signing::Format::Cosign3 => Format::Bundle,
+            };
+            return attestation::attest_keyless(
+                client,
+                &reference,
+                &digest,
+                self.session()?,
+                &provenance.predicate(),
+                format,
+            )
+            .await
+            .map_err(|e| e.to_string());
+        }
+        let key = self.private()?;
         attestation::attest(
             client,
             &reference,

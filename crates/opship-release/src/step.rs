@@ -172,3 +172,65 @@ pub struct Step {
     /// How far it is.
     pub state: State,
 }
+
+impl Step {
+    /// [`Step::command`] as one POSIX shell line, each word quoted where the shell would
+    /// read it otherwise (`'>=0.1.0 <0.3.0'`), so that a pasted line runs what the plan says.
+    pub fn command_line(&self) -> String {
+        shell_line(&self.command)
+    }
+}
+
+/// `words` as one POSIX shell command line, quoted where needed.
+pub fn shell_line(words: &[String]) -> String {
+    // Arguments are Rust strings from flags and files, never NUL; should one be, it is shown
+    // escaped rather than quoted wrongly.
+    shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| format!("{words:?}"))
+}
+
+#[cfg(test)]
+mod shell_tests {
+    use super::*;
+
+    /// Issue 28: `--skip-range-value >=0.1.0 <0.3.0` pasted unquoted is a redirection.
+    #[test]
+    fn command_lines_are_shell_quoted() {
+        let words: Vec<String> = [
+            "opship",
+            "catalog",
+            "add",
+            "--skip-range-value",
+            ">=0.1.0 <0.3.0",
+            "--message",
+            "it's $HOME",
+            "plain",
+        ]
+        .map(String::from)
+        .to_vec();
+        let line = shell_line(&words);
+        assert_ne!(line, words.join(" "));
+        assert!(
+            line.ends_with(" plain") && line.starts_with("opship catalog add "),
+            "{line}"
+        );
+        // The shell itself reads back the same words.
+        let dir = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new("sh")
+            .current_dir(dir.path())
+            .arg("-c")
+            .arg(format!("set -- {line}; printf '%s\\0' \"$@\""))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{line}");
+        let back: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .split_terminator('\0')
+            .map(String::from)
+            .collect();
+        assert_eq!(back, words, "{line}");
+        assert!(
+            std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+            "no redirection"
+        );
+    }
+}

@@ -55,12 +55,30 @@ pub struct SignatureSummary {
     pub reference: String,
     /// Digest of the `.sig` manifest as it is now.
     pub digest: Option<String>,
-    /// The private key.
-    pub key: String,
-    /// The public key.
-    pub public_key: String,
+    /// The private key (none when keyless).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The public key (none when keyless).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub public_key: Option<String>,
     /// The key was generated (the default key).
     pub generated_key: bool,
+    /// The keyless signer, when the release signed keylessly.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keyless: Option<KeylessSummary>,
+}
+
+/// Who signed keylessly: the certificate's identity and the token's issuer (what `cosign
+/// verify --certificate-identity … --certificate-oidc-issuer …` is given).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeylessSummary {
+    /// Where the identity token came from.
+    pub token_source: String,
+    /// The certificate's subject alternative name; none in a dry run (no certificate asked).
+    pub identity: Option<String>,
+    /// The OIDC issuer; none in a dry run.
+    pub issuer: Option<String>,
 }
 
 /// A catalog.

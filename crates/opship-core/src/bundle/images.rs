@@ -127,6 +127,19 @@ pub(crate) fn related_images(base: &[Value], deployments: &[Object]) -> Result<V
         }
     }
 
+    // Every image goes into relatedImages, where rule BND007 refuses what is not a reference.
+    for f in &found {
+        if let Some(p) = crate::naming::image_reference_problem(&f.image) {
+            return Err(Error::invalid(
+                f.origin.clone(),
+                format!(
+                    "the {} is {:?}, not an image reference: {p} (rule BND007)",
+                    f.what,
+                    crate::naming::excerpt(&f.image)
+                ),
+            ));
+        }
+    }
     // Container names repeat across deployments (kubebuilder calls every operator container
     // `manager`); when one name stands for several images, each is named after its deployment.
     let mut images_of: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
@@ -141,6 +154,24 @@ pub(crate) fn related_images(base: &[Value], deployments: &[Object]) -> Result<V
     for f in &mut found {
         if let Some(dep) = &f.deployment
             && ambiguous.contains(&f.name)
+        {
+            f.name = format!("{dep}-{}", f.name);
+        }
+    }
+
+    // A container named like a `RELATED_IMAGE_` entry (`submariner-operator`): the entry keeps
+    // the name, as operator-sdk lists only the entry; a container image that differs from it is
+    // listed after its deployment instead of being a clash.
+    let env_images: BTreeMap<String, String> = found
+        .iter()
+        .filter(|f| f.deployment.is_none())
+        .map(|f| (f.name.clone(), f.image.clone()))
+        .collect();
+    for f in &mut found {
+        if let Some(dep) = &f.deployment
+            && env_images
+                .get(&f.name)
+                .is_some_and(|image| *image != f.image)
         {
             f.name = format!("{dep}-{}", f.name);
         }
@@ -229,6 +260,30 @@ mod tests {
         let ri = related_images(&[], &[dep(DEP), dep(&other)]).unwrap();
         let names: Vec<&str> = ri.iter().map(|e| e["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["m-manager", "memcached-server", "other-manager"]);
+    }
+
+    /// Issue 25, fault 10 (submariner): a container named like a `RELATED_IMAGE_` entry is no
+    /// clash: the entry keeps the name; the container's other image is listed after its
+    /// deployment, the same image once.
+    #[test]
+    fn container_named_like_a_related_image_entry() {
+        let named = DEP
+            .replace("name: manager", "name: memcached-server")
+            .replace("name: m}", "name: op}");
+        let ri = related_images(&[], &[dep(&named)]).unwrap();
+        assert_eq!(
+            ri,
+            vec![
+                json!({"name": "memcached-server", "image": "memcached:1.6"}),
+                json!({"name": "op-memcached-server", "image": "controller:latest"}),
+            ]
+        );
+        let same = named.replace("image: controller:latest", "image: memcached:1.6");
+        let ri = related_images(&[], &[dep(&same)]).unwrap();
+        assert_eq!(
+            ri,
+            vec![json!({"name": "memcached-server", "image": "memcached:1.6"})]
+        );
     }
 
     #[test]

@@ -56,8 +56,9 @@ pub const MAX_FILES: usize = 10_000;
 /// The most bytes all files of a bundle may hold together (the validator reads no more).
 pub const MAX_TOTAL_BYTES: u64 = 256 * 1024 * 1024;
 
-/// What a bundle directory holds when opship (or operator-sdk) generated it: an existing
-/// directory with anything else is not replaced without `--force`.
+/// What a bundle directory holds when opship (or operator-sdk) generated it, or a team keeps
+/// beside it (see [`is_kept`]): an existing directory with anything else (a subdirectory opship
+/// does not write) is not replaced without `--force`.
 pub const TARGET: crate::output::Target = crate::output::Target {
     what: "bundle",
     generated: |rel| {
@@ -65,14 +66,71 @@ pub const TARGET: crate::output::Target = crate::output::Target {
             || ["manifests/", "metadata/", "tests/"]
                 .iter()
                 .any(|d| rel.starts_with(d))
+            || is_kept(rel)
     },
 };
 
+/// A file a team keeps at the top of its bundle directory beside what operator-sdk writes
+/// (`art.yaml`, a `*.package.yaml`, `image-references`): operator-sdk writes only
+/// `manifests/`, `metadata/`, `tests/scorecard/` and `bundle.Dockerfile` and leaves the rest,
+/// so opship carries such files over into the new bundle unchanged, even with `--force`.
+pub fn is_kept(rel: &str) -> bool {
+    !rel.is_empty()
+        && !rel.contains('/')
+        && rel != "bundle.Dockerfile"
+        && !crate::output::is_leftover(rel)
+}
+
 /// Writes a generated bundle as the whole content of `dir`, atomically (see
 /// [`crate::output::replace_dir`]), after checking it stays within what the validator reads.
+/// The files of `dir` that [`is_kept`] names are written back as they are.
 pub fn write_dir(files: &Files, dir: &Path, overwrite: crate::output::Overwrite) -> Result<()> {
-    check_size(files)?;
-    crate::output::replace_dir(dir, files, TARGET, overwrite)
+    let kept = kept_files(dir, files, overwrite)?;
+    if kept.is_empty() {
+        check_size(files)?;
+        return crate::output::replace_dir(dir, files, TARGET, overwrite);
+    }
+    let mut all = files.clone();
+    all.extend(kept);
+    check_size(&all)?;
+    crate::output::replace_dir(dir, &all, TARGET, overwrite)
+}
+
+/// The regular files at the top of an existing bundle directory that [`is_kept`] names and the
+/// generated bundle does not have. A symlink there is refused without `--force` (it would not
+/// be followed, nor kept).
+fn kept_files(dir: &Path, files: &Files, overwrite: crate::output::Overwrite) -> Result<Files> {
+    let mut kept = Files::new();
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        _ => return Ok(kept),
+    }
+    let mut total: u64 = 0;
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let kind = entry.file_type().map_err(|e| Error::io(&path, e))?;
+        if kind.is_symlink() && is_kept(&name) && overwrite == crate::output::Overwrite::Refuse {
+            return Err(Error::Input(format!(
+                "{}: is a symlink beside the bundle; opship keeps only regular files there (use --force to remove it); nothing written",
+                path.display()
+            )));
+        }
+        if !kind.is_file() || !is_kept(&name) || files.contains_key(&name) {
+            continue;
+        }
+        let bytes = crate::input::read(&path, crate::input::Kind::Manifest)?;
+        total += bytes.len() as u64;
+        if total > MAX_TOTAL_BYTES {
+            return Err(Error::Input(format!(
+                "{}: the files kept beside the bundle hold more than {MAX_TOTAL_BYTES} bytes; nothing written",
+                dir.display()
+            )));
+        }
+        kept.insert(name, bytes);
+    }
+    Ok(kept)
 }
 
 /// Refuses a bundle larger than [`MAX_FILES`] files or [`MAX_TOTAL_BYTES`] bytes: written, it
@@ -153,6 +211,7 @@ pub fn drift(files: &Files, dir: &Path) -> Result<Drift> {
             d.changed.push((rel.clone(), diff));
         }
     }
-    d.stale = on_disk.into_iter().collect();
+    // Files a team keeps beside the bundle are carried over by `write_dir`, never stale.
+    d.stale = on_disk.into_iter().filter(|r| !is_kept(r)).collect();
     Ok(d)
 }

@@ -190,6 +190,16 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
     {
         return Err(Error::Input(format!("--skip-range {p} (rule CSV020)")));
     }
+    // Parsed before it goes anywhere: a value that is not an image reference (`"x\nmalicious:
+    // yes"`) would otherwise be written into the CSV for only `validate` to notice.
+    if let Some((_, reference)) = &opts.operator_image
+        && let Some(p) = crate::naming::image_reference_problem(reference)
+    {
+        return Err(Error::Input(format!(
+            "the operator image {:?} is not an image reference: {p} (rule BND007); nothing written",
+            crate::naming::excerpt(reference)
+        )));
+    }
     // An empty default channel is none: `channel.default.v1: ""` would name no channel.
     let default_channel = opts.default_channel.clone().filter(|d| !d.is_empty());
     let mut warnings = Vec::new();
@@ -403,7 +413,7 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
     if let Some(sc) = &c.scorecard {
         files.insert(
             "tests/scorecard/config.yaml".into(),
-            yaml::to_string(sc.value())?.into_bytes(),
+            yaml::to_string(&scorecard_config(sc.value()))?.into_bytes(),
         );
     }
 
@@ -414,6 +424,17 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
         metadata,
         warnings,
     })
+}
+
+/// The scorecard `Configuration` as operator-sdk writes it: its type's metadata holds only the
+/// name, so labels and annotations a kustomization adds to every object (`commonLabels`) are
+/// not written.
+fn scorecard_config(v: &serde_json::Value) -> serde_json::Value {
+    let mut out = v.clone();
+    if let Some(m) = out.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+        m.retain(|k, _| k == "name");
+    }
+    out
 }
 
 /// Annotations of the base that name the tool and project layout which scaffolded it.

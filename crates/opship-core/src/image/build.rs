@@ -98,8 +98,41 @@ pub fn build_bundle(dir: &Path, opts: &BuildOptions) -> Result<Image> {
     let mut labels = annotations(&dir.join("metadata/annotations.yaml"))?;
     labels.extend(opts.extra_labels.clone());
     let entries = layer::collect(dir, &roots)?;
+    check_limits(&entries)?;
     let layer = layer::build(&entries, opts.epoch)?;
     assemble(layer, labels, opts)
+}
+
+/// The limits `validate` and `manifests` read a bundle with (a file of at most
+/// [`crate::input::Kind::Manifest`]'s 64 MiB, [`MAX_FILES`] files, [`MAX_TOTAL_BYTES`] in
+/// all), checked on the files' sizes before any is read: an image opship builds is one its
+/// own readers accept, and a 420 MB file is refused instead of taking gigabytes.
+///
+/// [`MAX_FILES`]: crate::bundle::MAX_FILES
+/// [`MAX_TOTAL_BYTES`]: crate::bundle::MAX_TOTAL_BYTES
+fn check_limits(entries: &[layer::Entry]) -> Result<()> {
+    let files: Vec<&Path> = entries.iter().filter_map(|e| e.source.as_deref()).collect();
+    if files.len() > crate::bundle::MAX_FILES {
+        return Err(Error::Input(format!(
+            "the bundle holds {} files, more than the {} a bundle may have; no image built",
+            files.len(),
+            crate::bundle::MAX_FILES
+        )));
+    }
+    let mut total = 0u64;
+    for f in files {
+        total += crate::input::check(f, crate::input::Kind::Manifest)
+            .map_err(|e| Error::Input(format!("{e}; no image built")))?
+            .len();
+        if total > crate::bundle::MAX_TOTAL_BYTES {
+            return Err(Error::Input(format!(
+                "{}: the bundle's files hold more than the {} bytes a bundle may have; no image built",
+                f.display(),
+                crate::bundle::MAX_TOTAL_BYTES
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// What the config records about where an image's one layer came from.

@@ -179,7 +179,8 @@ pub fn write_tar(entries: &[Entry], mtime: u64) -> Result<Vec<u8>> {
                 Path::new(&e.path),
             )?,
             Some(src) => {
-                let data = std::fs::read(src).map_err(|err| Error::io(src, err))?;
+                // Bounded even when a file grows after it was checked.
+                let data = crate::input::read(src, crate::input::Kind::Catalog)?;
                 append(&mut b, &e.path, FILE_MODE, mtime, &data, src)?;
             }
         }

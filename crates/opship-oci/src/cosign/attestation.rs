@@ -5,16 +5,19 @@
 //! `predicateType`) or as a Sigstore bundle referrer (cosign 3's default, `--bundle-format`).
 //! Verification reads both, and cosign 2's `oci-1-1` DSSE referrers.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use opship_core::image::oci::{Descriptor, Digest, media};
-use serde_json::json;
+use serde::Serialize;
+use serde_json::value::RawValue;
 
 use super::bundle::{self, Statement};
 use super::dsse::{ENVELOPE_MEDIA, Envelope, PAYLOAD_TYPE};
 use super::key::{PrivateKey, PublicKey};
 use super::manifest::{SIGNATURE_ANNOTATION, Signatures};
 use super::signing::identity_of;
+use super::verification::{Verifier, cosign2_material, sha256_bytes};
 use crate::error::{Error, Result};
 use crate::registry::{Reference, Registry};
 
@@ -58,49 +61,90 @@ pub fn tag(digest: &Digest) -> String {
 }
 
 /// A predicate: its type URI and JSON.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Predicate {
     /// The predicate type URI.
     pub type_uri: String,
-    /// The predicate (keys in the order of its source).
-    pub json: serde_json::Value,
+    /// The predicate as compact JSON text (keys in the order of its source). Kept as text, not
+    /// a `Value` tree: a tree of a large SBOM costs several times its size in memory.
+    pub json: Box<RawValue>,
+}
+
+impl PartialEq for Predicate {
+    fn eq(&self, other: &Self) -> bool {
+        self.type_uri == other.type_uri && self.json.get() == other.json.get()
+    }
 }
 
 impl Predicate {
     /// A predicate from JSON bytes for the `--type` `kind`; `what` names the source in errors.
     pub fn from_bytes(bytes: &[u8], kind: &str, what: &str) -> Result<Self> {
         let type_uri = predicate_type(kind)?;
-        let json: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+        let not_json = |e: serde_json::Error| {
             Error::Input(format!(
                 "{what}: the predicate is not JSON: {e} (line {}, column {})",
                 e.line(),
                 e.column()
             ))
-        })?;
-        if !json.is_object() {
+        };
+        // Checked and compacted in one streaming pass, as cosign's statement carries it.
+        let mut compact = Vec::with_capacity(bytes.len().min(1 << 20));
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        serde_transcode::transcode(&mut de, &mut serde_json::Serializer::new(&mut compact))
+            .map_err(not_json)?;
+        de.end().map_err(not_json)?;
+        if compact.first() != Some(&b'{') {
             return Err(Error::Input(format!(
                 "{what}: the predicate is not a JSON object"
             )));
         }
+        let text = String::from_utf8(compact)
+            .map_err(|e| Error::Input(format!("{what}: the predicate is not UTF-8: {e}")))?;
+        let json = RawValue::from_string(text).map_err(not_json)?;
         Ok(Predicate { type_uri, json })
     }
 
-    /// Reads a predicate file (at most 512 MiB, a regular file).
+    /// A predicate built in memory (opship's own provenance).
+    pub fn from_value(type_uri: String, value: &serde_json::Value) -> Self {
+        // Serializing a `Value` cannot fail (its keys are strings).
+        let json = serde_json::value::to_raw_value(value).unwrap_or_default();
+        Predicate { type_uri, json }
+    }
+
+    /// Reads a predicate file (at most 48 MiB, a regular file).
     pub fn read(path: &Path, kind: &str) -> Result<Self> {
-        let bytes = opship_core::input::read(path, opship_core::input::Kind::Blob)?;
+        let bytes = opship_core::input::read(path, opship_core::input::Kind::Predicate)?;
         Self::from_bytes(&bytes, kind, &path.display().to_string())
     }
 }
 
 /// The statement of `predicate` about the image `digest` named `name` (its repository).
 pub fn statement(name: &str, digest: &Digest, predicate: &Predicate) -> Vec<u8> {
-    let v = json!({
-        "_type": STATEMENT_TYPE,
-        "subject": [{"name": name, "digest": {"sha256": digest.hex()}}],
-        "predicateType": predicate.type_uri,
-        "predicate": predicate.json,
-    });
-    serde_json::to_vec(&v).unwrap_or_default()
+    // A struct, not `json!`: the predicate stays text instead of becoming a tree again.
+    #[derive(Serialize)]
+    struct Subject<'a> {
+        name: &'a str,
+        digest: BTreeMap<&'static str, &'a str>,
+    }
+    #[derive(Serialize)]
+    struct Doc<'a> {
+        #[serde(rename = "_type")]
+        kind: &'a str,
+        subject: [Subject<'a>; 1],
+        #[serde(rename = "predicateType")]
+        predicate_type: &'a str,
+        predicate: &'a RawValue,
+    }
+    let st = Doc {
+        kind: STATEMENT_TYPE,
+        subject: [Subject {
+            name,
+            digest: BTreeMap::from([("sha256", digest.hex())]),
+        }],
+        predicate_type: &predicate.type_uri,
+        predicate: &predicate.json,
+    };
+    serde_json::to_vec(&st).unwrap_or_default()
 }
 
 /// Where an attestation is stored.
@@ -139,7 +183,8 @@ pub async fn attest(
     let body = statement(&identity_of(reference), digest, predicate);
     let predicate_digest = Digest::of(&serde_json::to_vec(&predicate.json).unwrap_or_default());
     if format == Format::Bundle {
-        let prepared = bundle::prepare(registry, reference, digest, key.public(), &body).await?;
+        let prepared =
+            bundle::prepare(registry, reference, digest, Some(key.public()), &body).await?;
         let added = prepared.existing.is_none();
         let location = bundle::attach(
             registry,
@@ -168,7 +213,6 @@ pub async fn attest(
         Some(raw) => Signatures::parse(&raw.bytes, &location)?,
         None => Signatures::default(),
     };
-    let wanted: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
     for l in atts
         .layers
         .iter()
@@ -177,10 +221,7 @@ pub async fn attest(
         let Ok(bytes) = registry.blob(&att_ref, l).await else {
             continue;
         };
-        let same = Envelope::parse(&bytes)
-            .ok()
-            .and_then(|env| bundle::open_envelope(&env, key.public(), digest).ok())
-            .is_some_and(|st| st.json == wanted);
+        let same = Envelope::parse(&bytes).is_ok_and(|env| env.holds(key.public(), &body));
         if same {
             return Ok(AttestReport {
                 digest: digest.clone(),
@@ -249,10 +290,54 @@ fn typed(
     }
 }
 
+/// Opens a DSSE envelope layer with a key, or keylessly with the layer's cosign 2
+/// annotations.
+fn open_layer(
+    bytes: &[u8],
+    annotations: &std::collections::BTreeMap<String, String>,
+    verifier: &Verifier,
+    digest: &Digest,
+) -> std::result::Result<Statement, String> {
+    let env = Envelope::parse(bytes)?;
+    match verifier {
+        Verifier::Key(key) => bundle::open_envelope(&env, key, digest),
+        Verifier::Keyless(k) => {
+            use crate::cosign::sigstore::verify::{Cosign2Content, verify_cosign2};
+            if env.payload_type != PAYLOAD_TYPE {
+                return Err(format!(
+                    "the DSSE payload type is `{}`, not {PAYLOAD_TYPE}",
+                    env.payload_type
+                ));
+            }
+            let [signature] = env.signatures.as_slice() else {
+                return Err(format!(
+                    "the envelope has {} signatures, not one",
+                    env.signatures.len()
+                ));
+            };
+            let sha = sha256_bytes(digest)
+                .ok_or_else(|| format!("{digest}: keyless statements name sha256 digests"))?;
+            verify_cosign2(
+                cosign2_material(annotations)?,
+                Cosign2Content::Dsse {
+                    payload_type: &env.payload_type,
+                    payload: &env.payload,
+                    signature,
+                },
+                crate::cosign::sigstore::Artifact::Sha256(&sha),
+                &k.signer(),
+                &k.root,
+                k.options,
+            )?;
+            Statement::parse(&env.payload)
+        }
+    }
+}
+
 /// The DSSE envelope layers of one manifest, each opened with `key`.
 async fn judge_layers(
     registry: &Registry,
-    key: &PublicKey,
+    key: &Verifier,
     digest: &Digest,
     predicate_type: Option<&str>,
     layers: &[Descriptor],
@@ -270,9 +355,7 @@ async fn judge_layers(
         } else {
             match registry.blob(at, l).await {
                 Err(e) => Err(format!("the envelope blob cannot be fetched: {e}")),
-                Ok(bytes) => {
-                    Envelope::parse(&bytes).and_then(|env| bundle::open_envelope(&env, key, digest))
-                }
+                Ok(bytes) => open_layer(&bytes, &l.annotations, key, digest),
             }
         };
         out.push(Checked {
@@ -290,6 +373,22 @@ pub async fn verify(
     registry: &Registry,
     reference: &Reference,
     key: &PublicKey,
+    predicate_type: Option<&str>,
+) -> Result<Report> {
+    verify_with(
+        registry,
+        reference,
+        &Verifier::Key(key.clone()),
+        predicate_type,
+    )
+    .await
+}
+
+/// [`verify`] with a key or keylessly.
+pub async fn verify_with(
+    registry: &Registry,
+    reference: &Reference,
+    key: &Verifier,
     predicate_type: Option<&str>,
 ) -> Result<Report> {
     let digest = registry.resolve(reference).await?;
@@ -351,6 +450,72 @@ pub async fn verify(
         digest,
         location: format!("{location} and the referrers ({})", listing.location),
         checked,
+    })
+}
+
+/// Attests `digest` keylessly in `format` (cosign 3: a Sigstore bundle referrer; cosign 2:
+/// a `.att` layer with the certificate annotations). Everything from the services is
+/// obtained before the registry is written.
+pub async fn attest_keyless(
+    registry: &Registry,
+    reference: &Reference,
+    digest: &Digest,
+    session: &super::keyless::Session,
+    predicate: &Predicate,
+    format: Format,
+) -> Result<AttestReport> {
+    let body = statement(&identity_of(reference), digest, predicate);
+    let predicate_digest = Digest::of(&serde_json::to_vec(&predicate.json).unwrap_or_default());
+    if format == Format::Bundle {
+        let prepared = bundle::prepare(registry, reference, digest, None, &body).await?;
+        let signed = session.dsse_bundle(PAYLOAD_TYPE, &body).await?;
+        let location = bundle::attach_bundle(
+            registry,
+            reference,
+            digest,
+            signed,
+            &predicate.type_uri,
+            &prepared,
+        )
+        .await?;
+        return Ok(AttestReport {
+            digest: digest.clone(),
+            location,
+            added: true,
+            predicate_digest,
+        });
+    }
+    let att_ref = Reference::with_tag(
+        reference.registry().to_owned(),
+        reference.repository().to_owned(),
+        tag(digest),
+    );
+    let location = att_ref.whole();
+    let mut atts = match registry.manifest_if_any(&att_ref).await? {
+        Some(raw) => Signatures::parse(&raw.bytes, &location)?,
+        None => Signatures::default(),
+    };
+    let (env_bytes, notes) = session.cosign2_envelope(&body).await?;
+    let mut layer = Descriptor::of(ENVELOPE_MEDIA, &env_bytes);
+    layer
+        .annotations
+        .insert(SIGNATURE_ANNOTATION.to_owned(), String::new());
+    layer
+        .annotations
+        .insert(PREDICATE_ANNOTATION.to_owned(), predicate.type_uri.clone());
+    layer.annotations.extend(notes);
+    atts.layers.push(layer);
+    registry.upload_blob(&att_ref, &env_bytes).await?;
+    let (config, manifest_bytes) = atts.to_manifest()?;
+    registry.upload_blob(&att_ref, &config).await?;
+    registry
+        .put_manifest_bytes(&att_ref, &manifest_bytes, media::OCI_MANIFEST)
+        .await?;
+    Ok(AttestReport {
+        digest: digest.clone(),
+        location,
+        added: true,
+        predicate_digest,
     })
 }
 

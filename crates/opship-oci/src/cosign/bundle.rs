@@ -17,6 +17,7 @@ use super::dsse::Envelope;
 pub use super::dsse::{PAYLOAD_TYPE, pae};
 use super::key::{PrivateKey, PublicKey};
 use super::referrers::{self, Listing, NewReferrer};
+use super::verification::{Verifier, sha256_bytes};
 use crate::error::{Error, Result};
 use crate::registry::{Reference, Registry};
 
@@ -158,6 +159,14 @@ pub fn open(
     open_envelope(&Envelope::from_value(env)?, key, digest)
 }
 
+/// Whether `bundle` holds exactly `statement` signed with `key` (see [`Envelope::holds`]).
+pub fn holds(bundle: &[u8], key: &PublicKey, statement: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(bundle)
+        .ok()
+        .and_then(|v| Envelope::from_value(v.get("dsseEnvelope")?).ok())
+        .is_some_and(|env| env.holds(key, statement))
+}
+
 /// Checks a signature bundle against `key` and `digest`; the reason when it does not verify.
 pub fn check(
     bundle: &[u8],
@@ -208,7 +217,7 @@ pub async fn prepare(
     registry: &Registry,
     reference: &Reference,
     digest: &Digest,
-    key: &PublicKey,
+    key: Option<&PublicKey>,
     statement: &[u8],
 ) -> Result<Prepared> {
     let image = registry
@@ -226,10 +235,15 @@ pub async fn prepare(
         })?;
     let listing = referrers::list(registry, reference, digest, true).await?;
     referrers::check_writable(&listing)?;
-    let wanted: serde_json::Value = serde_json::from_slice(statement)
-        .map_err(|e| Error::Signature(format!("statement JSON: {e}")))?;
     let mut existing = None;
-    for e in &listing.entries {
+    // Keyless signatures are never equal to one there (each has its own certificate): cosign
+    // 3 adds a bundle on every sign, and so does opship without a key.
+    let entries = if key.is_some() {
+        &listing.entries[..]
+    } else {
+        &[]
+    };
+    for e in entries {
         let Ok(m) = &e.manifest else { continue };
         let Some(layer) = m.layers.iter().find(|l| l.media_type == BUNDLE_MEDIA) else {
             continue;
@@ -237,7 +251,7 @@ pub async fn prepare(
         let Ok(bytes) = registry.blob(&e.reference, layer).await else {
             continue;
         };
-        if open(&bytes, key, digest).is_ok_and(|st| st.json == wanted) {
+        if key.is_some_and(|key| holds(&bytes, key, statement)) {
             existing = Some(e.location.clone());
             break;
         }
@@ -271,6 +285,30 @@ pub async fn attach(
     }
     let env = Envelope::sign(PAYLOAD_TYPE, statement, key)?;
     let bundle = wrap(&env, key.public())?;
+    attach_bundle(
+        registry,
+        reference,
+        digest,
+        bundle,
+        predicate_type,
+        prepared,
+    )
+    .await
+}
+
+/// Attaches signed `bundle` bytes (of `predicate_type`) as a referrer of `digest`, after
+/// [`prepare`]; nothing is written when `prepared.existing` is set.
+pub async fn attach_bundle(
+    registry: &Registry,
+    reference: &Reference,
+    digest: &Digest,
+    bundle: Vec<u8>,
+    predicate_type: &str,
+    prepared: &Prepared,
+) -> Result<String> {
+    if let Some(e) = &prepared.existing {
+        return Ok(format!("{e} (kept: the same statement is signed there)"));
+    }
     let empty = b"{}".to_vec();
     let annotations = json!({
         "dev.sigstore.bundle.content": "dsse-envelope",
@@ -306,6 +344,33 @@ pub struct Found {
     pub outcome: std::result::Result<Statement, String>,
 }
 
+/// Opens a bundle with a key or keylessly (the whole Sigstore verification: certificate,
+/// log entries, timestamps, identity).
+pub fn open_with(
+    bundle: &[u8],
+    verifier: &Verifier,
+    digest: &Digest,
+) -> std::result::Result<Statement, String> {
+    match verifier {
+        Verifier::Key(key) => open(bundle, key, digest),
+        Verifier::Keyless(k) => {
+            let sha = sha256_bytes(digest)
+                .ok_or_else(|| format!("{digest}: keyless bundles name sha256 digests"))?;
+            let v = crate::cosign::sigstore::verify_bundle(
+                bundle,
+                crate::cosign::sigstore::Artifact::Sha256(&sha),
+                &k.signer(),
+                &k.root,
+                k.options,
+            )?;
+            let payload = v
+                .statement
+                .ok_or("the bundle is a message signature, not a DSSE statement")?;
+            Statement::parse(&payload)
+        }
+    }
+}
+
 /// Every Sigstore bundle among the referrers of `digest` (judged by the referrer manifest's
 /// layers, whatever the index entry says), opened with `key`; other referrers are returned in
 /// `others` for the caller to judge (cosign 2's `oci-1-1` simple-signing and DSSE referrers).
@@ -313,7 +378,7 @@ pub async fn find(
     registry: &Registry,
     reference: &Reference,
     digest: &Digest,
-    key: &PublicKey,
+    key: &Verifier,
 ) -> Result<(Listing, Vec<Found>)> {
     let listing = referrers::list(registry, reference, digest, true).await?;
     let mut found = Vec::new();
@@ -325,7 +390,7 @@ pub async fn find(
             continue;
         };
         let outcome = match registry.blob(&e.reference, layer).await {
-            Ok(bytes) => open(&bytes, key, digest),
+            Ok(bytes) => open_with(&bytes, key, digest),
             Err(err) => Err(format!("the bundle blob cannot be fetched: {err}")),
         };
         found.push(Found {

@@ -48,6 +48,12 @@ impl Envelope {
         })
     }
 
+    /// Whether this envelope carries exactly `body` as an in-toto statement, signed with
+    /// `key`. Bytes are compared, not parsed trees: a statement may hold a large SBOM.
+    pub fn holds(&self, key: &PublicKey, body: &[u8]) -> bool {
+        self.payload_type == PAYLOAD_TYPE && self.payload == body && self.verifies(key)
+    }
+
     /// The envelope as JSON (cosign's field order for `.att` layers: `payloadType`, `payload`,
     /// `signatures[{keyid, sig}]`).
     pub fn to_value(&self) -> serde_json::Value {

@@ -59,7 +59,7 @@ pub struct KeyFiles {
 }
 
 /// Blocks of a PEM file: label and decoded body.
-fn pem_blocks(text: &str) -> Vec<(String, std::result::Result<Vec<u8>, String>)> {
+pub(crate) fn pem_blocks(text: &str) -> Vec<(String, std::result::Result<Vec<u8>, String>)> {
     let mut out = Vec::new();
     let mut lines = text.lines().map(str::trim);
     while let Some(line) = lines.next() {

@@ -11,11 +11,13 @@ pub mod attestation;
 pub mod bundle;
 pub mod dsse;
 pub mod key;
+pub mod keyless;
 pub mod manifest;
 pub mod payload;
 pub mod provenance;
 pub mod referrers;
 pub mod signing;
+pub mod sigstore;
 pub mod verification;
 
 pub use key::{EncryptedKey, PrivateKey, PublicKey};

@@ -148,10 +148,7 @@ impl Provenance {
 
     /// The predicate, ready for [`super::attestation::attest`].
     pub fn predicate(&self) -> Predicate {
-        Predicate {
-            type_uri: PREDICATE_TYPE.to_owned(),
-            json: self.to_value(),
-        }
+        Predicate::from_value(PREDICATE_TYPE.to_owned(), &self.to_value())
     }
 
     /// The predicate bytes (what [`super::attestation::AttestReport::predicate_digest`] hashes).

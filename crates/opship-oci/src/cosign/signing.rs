@@ -142,7 +142,7 @@ pub async fn sign_digest(
     }
     let statement = bundle::statement(digest, annotations);
     let prepared = if bundle {
-        Some(bundle::prepare(registry, reference, digest, key.public(), &statement).await?)
+        Some(bundle::prepare(registry, reference, digest, Some(key.public()), &statement).await?)
     } else {
         None
     };
@@ -328,4 +328,107 @@ pub async fn push_layout_signatures(
     push_signatures(registry, target, digest, new)
         .await
         .map(Some)
+}
+
+/// The two signature formats: cosign 2's `.sig` manifest and cosign 3's Sigstore bundle
+/// referrers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `sha256-<hex>.sig` layers (and `.att` for attestations).
+    Cosign2,
+    /// Sigstore bundle v0.3 referrers.
+    Cosign3,
+}
+
+/// The format the image's signatures already have: `.sig` (or `.att`) → cosign 2; Sigstore
+/// bundles among its referrers (and no `.sig`) → cosign 3; none → `None`.
+pub async fn existing_format(
+    registry: &Registry,
+    reference: &Reference,
+    digest: &Digest,
+) -> Result<Option<Format>> {
+    for tag in [manifest::tag(digest), super::attestation::tag(digest)] {
+        let r = Reference::with_tag(
+            reference.registry().to_owned(),
+            reference.repository().to_owned(),
+            tag,
+        );
+        if registry.manifest_if_any(&r).await?.is_some() {
+            return Ok(Some(Format::Cosign2));
+        }
+    }
+    let listing = super::referrers::list(registry, reference, digest, true).await?;
+    let bundles = listing.entries.iter().any(|e| {
+        e.manifest.as_ref().is_ok_and(|m| {
+            m.layers
+                .iter()
+                .any(|l| l.media_type == bundle::BUNDLE_MEDIA)
+        })
+    });
+    Ok(bundles.then_some(Format::Cosign3))
+}
+
+/// Signs `digest` keylessly in `format`: the certificate, log entry and timestamp are all
+/// obtained (and the registry read and checked) before anything is written, so a Rekor or
+/// TSA failure leaves the registry as it was.
+pub async fn sign_keyless(
+    registry: &Registry,
+    reference: &Reference,
+    digest: &Digest,
+    session: &super::keyless::Session,
+    identity: &str,
+    annotations: &BTreeMap<String, String>,
+    format: Format,
+) -> Result<SignReport> {
+    if format == Format::Cosign3 {
+        let statement = bundle::statement(digest, annotations);
+        let prepared = bundle::prepare(registry, reference, digest, None, &statement).await?;
+        let signed = session
+            .dsse_bundle(bundle::PAYLOAD_TYPE, &statement)
+            .await?;
+        let location = bundle::attach_bundle(
+            registry,
+            reference,
+            digest,
+            signed,
+            bundle::PREDICATE_TYPE,
+            &prepared,
+        )
+        .await?;
+        return Ok(SignReport {
+            digest: digest.clone(),
+            location: location.clone(),
+            signatures: 1,
+            manifest: digest.clone(),
+            added: true,
+            bundle: Some(location),
+        });
+    }
+    let sig_ref = Reference::with_tag(
+        reference.registry().to_owned(),
+        reference.repository().to_owned(),
+        manifest::tag(digest),
+    );
+    let location = sig_ref.whole();
+    let mut sigs = match registry.manifest_if_any(&sig_ref).await? {
+        Some(raw) => Signatures::parse(&raw.bytes, &location)?,
+        None => Signatures::default(),
+    };
+    let payload = payload::build(identity, digest, annotations);
+    let (layer, _) = session.cosign2_layer(&payload).await?;
+    sigs.add(layer);
+    registry.upload_blob(&sig_ref, &payload).await?;
+    let (config, manifest_bytes) = sigs.to_manifest()?;
+    registry.upload_blob(&sig_ref, &config).await?;
+    let manifest = registry
+        .put_manifest_bytes(&sig_ref, &manifest_bytes, media::OCI_MANIFEST)
+        .await?;
+    Ok(SignReport {
+        digest: digest.clone(),
+        location,
+        signatures: sigs.layers.len(),
+        manifest,
+        added: true,
+        bundle: None,
+    })
 }

@@ -29,6 +29,92 @@ pub enum Identity {
     Any,
 }
 
+/// How signatures are checked: with a public key, or keyless (a Fulcio certificate naming
+/// the expected identity, against a Sigstore trusted root).
+#[derive(Debug, Clone)]
+pub enum Verifier {
+    /// `--key`.
+    Key(PublicKey),
+    /// Identity options and `--trusted-root`.
+    Keyless(Box<Keyless>),
+}
+
+/// Keyless verification's inputs.
+#[derive(Debug, Clone)]
+pub struct Keyless {
+    /// Who must have signed.
+    pub policy: crate::cosign::sigstore::IdentityPolicy,
+    /// The trusted root (public-good unless given).
+    pub root: crate::cosign::sigstore::TrustedRoot,
+    /// Checks skipped on request.
+    pub options: crate::cosign::sigstore::Options,
+}
+
+impl Verifier {
+    /// A key verifier with `key`, else a keyless one (identity and issuer required, as cosign
+    /// requires them) against `trusted_root` or the public-good root.
+    pub fn new(
+        key: Option<&Path>,
+        policy: crate::cosign::sigstore::IdentityPolicy,
+        trusted_root: Option<&Path>,
+        options: crate::cosign::sigstore::Options,
+    ) -> Result<Self> {
+        if let Some(k) = key {
+            return Ok(Verifier::Key(PublicKey::read(k)?));
+        }
+        if policy.subject.is_none() || policy.issuer.is_none() {
+            return Err(Error::Input(
+                "pass --key, or verify keylessly with --certificate-identity (or -regexp) and \
+                 --certificate-oidc-issuer (or -regexp), as cosign requires"
+                    .into(),
+            ));
+        }
+        let root = match trusted_root {
+            Some(p) => crate::cosign::sigstore::TrustedRoot::read(p)?,
+            None => crate::cosign::sigstore::TrustedRoot::public_good(),
+        };
+        Ok(Verifier::Keyless(Box::new(Keyless {
+            policy,
+            root,
+            options,
+        })))
+    }
+
+    /// The checks skipped on request, for the caller to say.
+    pub fn skipped(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if let Verifier::Keyless(k) = self {
+            if k.options.ignore_tlog {
+                out.push("transparency log (--insecure-ignore-tlog)");
+            }
+            if k.options.ignore_sct {
+                out.push("certificate transparency SCT (--insecure-ignore-sct)");
+            }
+        }
+        out
+    }
+}
+
+impl Keyless {
+    /// The signer for the verification core.
+    pub fn signer(&self) -> crate::cosign::sigstore::Signer {
+        crate::cosign::sigstore::Signer::Identity(self.policy.clone())
+    }
+}
+
+/// The SHA-256 bytes of an image digest (for DSSE subjects); `None` for other algorithms.
+pub fn sha256_bytes(digest: &Digest) -> Option<[u8; 32]> {
+    let h = digest.hex();
+    if !digest.as_str().starts_with("sha256:") || h.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(h.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
 /// What a signature must satisfy besides its cryptography.
 #[derive(Debug, Clone)]
 pub struct Policy {
@@ -47,6 +133,8 @@ pub struct Candidate {
     pub payload: std::result::Result<Vec<u8>, String>,
     /// The `dev.cosignproject.cosign/signature` annotation.
     pub signature: Option<String>,
+    /// The layer's annotations (keyless: certificate, Rekor bundle, timestamp).
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// The verdict on one signature.
@@ -93,9 +181,25 @@ pub fn repository_of(reference: &str) -> String {
     }
 }
 
+/// The keyless material of cosign 2's annotations on a layer.
+pub fn cosign2_material(
+    annotations: &BTreeMap<String, String>,
+) -> std::result::Result<crate::cosign::sigstore::verify::Cosign2<'_>, String> {
+    use crate::cosign::keyless::{
+        CERTIFICATE_ANNOTATION, REKOR_BUNDLE_ANNOTATION, TIMESTAMP_ANNOTATION,
+    };
+    Ok(crate::cosign::sigstore::verify::Cosign2 {
+        certificate: annotations.get(CERTIFICATE_ANNOTATION).ok_or_else(|| {
+            format!("no `{CERTIFICATE_ANNOTATION}` annotation (not a keyless signature)")
+        })?,
+        rekor_bundle: annotations.get(REKOR_BUNDLE_ANNOTATION).map(String::as_str),
+        timestamp: annotations.get(TIMESTAMP_ANNOTATION).map(String::as_str),
+    })
+}
+
 /// Checks one signature.
 pub fn check(
-    key: &PublicKey,
+    verifier: &Verifier,
     digest: &Digest,
     policy: &Policy,
     candidate: &Candidate,
@@ -108,12 +212,28 @@ pub fn check(
     let der = STANDARD
         .decode(b64.trim())
         .map_err(|e| format!("the signature annotation is not base64 ({e})"))?;
-    if !key.verifies(&der, payload) {
-        return Err(
-            "the signature does not verify with the public key (another key signed it, or the \
-             payload or signature was altered or truncated)"
-                .into(),
-        );
+    match verifier {
+        Verifier::Key(key) => {
+            if !key.verifies(&der, payload) {
+                return Err(
+                    "the signature does not verify with the public key (another key signed it, \
+                     or the payload or signature was altered or truncated)"
+                        .into(),
+                );
+            }
+        }
+        Verifier::Keyless(k) => {
+            use crate::cosign::sigstore::Artifact;
+            use crate::cosign::sigstore::verify::{Cosign2Content, verify_cosign2};
+            verify_cosign2(
+                cosign2_material(&candidate.annotations)?,
+                Cosign2Content::Message { signature: &der },
+                Artifact::Bytes(payload),
+                &k.signer(),
+                &k.root,
+                k.options,
+            )?;
+        }
     }
     let claims = payload::parse(payload)?;
     if claims.kind != payload::TYPE {
@@ -174,13 +294,14 @@ fn candidates_of(
                 source,
                 payload,
                 signature: l.annotations.get(SIGNATURE_ANNOTATION).cloned(),
+                annotations: l.annotations.clone(),
             }
         })
         .collect()
 }
 
 fn judge(
-    key: &PublicKey,
+    key: &Verifier,
     digest: &Digest,
     policy: &Policy,
     location: String,
@@ -205,6 +326,16 @@ pub async fn verify_remote(
     registry: &Registry,
     reference: &Reference,
     key: &PublicKey,
+    policy: &Policy,
+) -> Result<Report> {
+    verify_remote_with(registry, reference, &Verifier::Key(key.clone()), policy).await
+}
+
+/// [`verify_remote`] with a key or keylessly.
+pub async fn verify_remote_with(
+    registry: &Registry,
+    reference: &Reference,
+    key: &Verifier,
     policy: &Policy,
 ) -> Result<Report> {
     let digest = registry.resolve(reference).await?;
@@ -253,7 +384,7 @@ async fn judge_referrers(
     registry: &Registry,
     reference: &Reference,
     digest: &Digest,
-    key: &PublicKey,
+    key: &Verifier,
     policy: &Policy,
 ) -> Result<Vec<Checked>> {
     let (listing, bundles) = bundle::find(registry, reference, digest, key).await?;
@@ -374,6 +505,16 @@ pub fn layout_signatures(layout: &Layout, digest: &Digest) -> Result<Option<Sign
 
 /// Verifies the signatures stored in an OCI layout for the image tagged `tag`.
 pub fn verify_layout(dir: &Path, tag: &str, key: &PublicKey, policy: &Policy) -> Result<Report> {
+    verify_layout_with(dir, tag, &Verifier::Key(key.clone()), policy)
+}
+
+/// [`verify_layout`] with a key or keylessly.
+pub fn verify_layout_with(
+    dir: &Path,
+    tag: &str,
+    key: &Verifier,
+    policy: &Policy,
+) -> Result<Report> {
     let layout = Layout::new(dir);
     let digest = layout_digest(&layout, tag)?;
     let location = format!("{}:{}", dir.display(), manifest::tag(&digest));

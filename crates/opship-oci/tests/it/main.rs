@@ -16,6 +16,7 @@ mod chart;
 mod cosign;
 mod digest;
 mod index;
+mod sigstore;
 
 /// One canned answer: status, headers, body.
 #[derive(Clone)]

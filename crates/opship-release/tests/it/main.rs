@@ -31,6 +31,7 @@ fn release(project_dir: &Path, ns: &str, key: &Path) -> (Summary, Vec<Seen>) {
         registry_options: opship_oci::Options::default(),
         source_date_epoch: None,
         pin_images: None,
+        keyless: Default::default(),
     };
     let mut seen = Vec::new();
     let mut on_event = |e: &Event<'_>| match e {

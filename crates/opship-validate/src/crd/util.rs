@@ -76,34 +76,9 @@ pub(crate) fn quote(s: &str) -> String {
     format!("{s:?}")
 }
 
-const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case \
-     alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character \
-     (e.g. 'example.com', regex used for validation is \
-     '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const DNS1035_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters \
      or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. \
      'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
-
-fn is_label_1123(l: &str) -> bool {
-    let b = l.as_bytes();
-    !b.is_empty()
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-'
-}
-
-/// `IsDNS1123Subdomain`: the problems, empty when valid.
-pub(crate) fn dns1123_subdomain(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 253 {
-        errs.push("must be no more than 253 characters".into());
-    }
-    if !s.split('.').all(is_label_1123) {
-        errs.push(DNS1123_SUBDOMAIN_MSG.into());
-    }
-    errs
-}
 
 /// `IsDNS1035Label`: the problems, empty when valid.
 pub(crate) fn dns1035_label(s: &str) -> Vec<String> {
@@ -123,51 +98,9 @@ pub(crate) fn dns1035_label(s: &str) -> Vec<String> {
     errs
 }
 
-fn is_qualified_name_part(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b[0].is_ascii_alphanumeric()
-        && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-}
-
-/// `IsQualifiedName` (label and annotation keys): why not, if not.
-pub(crate) fn qualified_name_problem(s: &str) -> Option<String> {
-    let (prefix, name) = match s.split_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, s),
-    };
-    if name.contains('/') {
-        return Some("a qualified name must have at most one '/'".into());
-    }
-    if let Some(p) = prefix {
-        if p.is_empty() {
-            return Some("prefix part must be non-empty".into());
-        }
-        if let Some(e) = dns1123_subdomain(p).into_iter().next() {
-            return Some(format!("prefix part {e}"));
-        }
-    }
-    if !is_qualified_name_part(name) {
-        return Some(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start \
-             and end with an alphanumeric character (at most 63 characters)"
-                .into(),
-        );
-    }
-    None
-}
-
-/// `IsValidLabelValue`: why not, if not.
-pub(crate) fn label_value_problem(s: &str) -> Option<String> {
-    (!s.is_empty() && !is_qualified_name_part(s)).then(|| {
-        "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' \
-         or '.', and must start and end with an alphanumeric character (at most 63 characters)"
-            .into()
-    })
-}
+pub(crate) use opship_core::naming::{
+    dns1123_subdomain_messages as dns1123_subdomain, label_value_problem, qualified_name_problem,
+};
 
 /// Whether Go's `url.ParseRequestURI` accepts `s` (what the API approval annotation needs).
 pub(crate) fn parses_as_request_uri(s: &str) -> bool {
