@@ -278,6 +278,11 @@ pub struct ReleaseArgs {
     /// pushes to a registry and an identity token is there.
     #[command(flatten)]
     pub keyless: KeylessArgs,
+    /// Keyless: cosign 3's trusted_root.json the checks verify the release's own keyless
+    /// signatures and attestations against, so a re-run finds them (default:
+    /// `trusted_root.json` beside --signing-config, else the public-good root).
+    #[arg(long, value_name = "FILE")]
+    pub trusted_root: Option<PathBuf>,
 }
 
 /// `release --events`.
