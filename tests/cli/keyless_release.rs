@@ -292,7 +292,8 @@ fn release_signs_keylessly_with_the_actions_token() {
 
 /// Every cosign tag (`sha256-…`) of the repositories with its manifest, as served.
 fn cosign_manifests(addr: &str, repositories: &[&str]) -> Vec<(String, String)> {
-    let accept = "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json";
+    let accept =
+        "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json";
     let mut out = Vec::new();
     for repository in repositories {
         for tag in cosign_tags(addr, repository) {
