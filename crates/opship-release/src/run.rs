@@ -396,7 +396,9 @@ impl Runner<'_> {
             tokio::join!(verified, attested)
         });
         match verified.map_err(Self::check_err(&id))? {
-            Some(true) => sign.state = State::Done("a signature by this key verifies".into()),
+            Some(true) => {
+                sign.state = State::Done(format!("a signature by {} verifies", self.signer.by()))
+            }
             None if self.plan.dry_run => sign.state = State::AfterEarlier,
             _ => {}
         }
@@ -404,8 +406,10 @@ impl Runner<'_> {
         if let (Some(a), Some(attested)) = (&mut attest, attested) {
             match attested? {
                 Some(true) => {
-                    a.step.state =
-                        State::Done("an attestation of this provenance by this key verifies".into())
+                    a.step.state = State::Done(format!(
+                        "an attestation of this provenance by {} verifies",
+                        self.signer.by()
+                    ))
                 }
                 None if self.plan.dry_run => a.step.state = State::AfterEarlier,
                 _ => {}
