@@ -130,9 +130,7 @@ pub fn build_with(tool: &Tool, dir: &Path, placeholder: Option<&str>) -> Result<
     };
     let wrapper;
     let target: PathBuf = if let (Some(p), false) = (placeholder, aliases.is_empty()) {
-        wrapper = tempfile::Builder::new()
-            .prefix("opship-kustomize-")
-            .tempdir()
+        wrapper = crate::fsutil::temp_dir(".opship-kustomize-")
             .map_err(|e| Error::io(std::env::temp_dir(), e))?;
         let from =
             std::fs::canonicalize(wrapper.path()).map_err(|e| Error::io(wrapper.path(), e))?;
