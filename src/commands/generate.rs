@@ -37,8 +37,17 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
         Some(arg) => Some(OperatorImage::from_flag(arg, config_operator)?),
         None => config_operator.cloned(),
     };
-    // A kustomization is built with the placeholder kept where the operator image goes.
-    let objects = manifest::load_with(&source, operator.as_ref().map(OperatorImage::placeholder))?;
+    // A kustomization is built with the placeholder kept where the operator image goes, after
+    // the config's `kustomize edit`s (which belong to its `manifests`, not to --input).
+    let edits = match (&args.input, project) {
+        (None, Some(p)) => p.kustomize_edits(),
+        _ => Vec::new(),
+    };
+    let objects = manifest::load_with(
+        &source,
+        operator.as_ref().map(OperatorImage::placeholder),
+        &edits,
+    )?;
     let base_path = args
         .base_csv
         .clone()

@@ -619,18 +619,143 @@ fn real_makefiles_reproduce_make_bundle() {
     }
 }
 
-/// Issue 25, fault 12 (grafana): a `kustomize build` that fails during init is an error with
-/// kustomize's message, not a config without `csvBase`; nothing is written.
+/// Issue 25, fault 12: a `kustomize build` that fails during init (a resource the
+/// kustomization names is missing) is an error with kustomize's message, not a config without
+/// `csvBase`; nothing is written.
 #[test]
 fn failed_kustomize_build_stops_init() {
-    let (_t, p, r) = init_real("grafana", &[]);
+    let (_t, p) = copy("sdk-go-memcached");
+    std::fs::write(
+        p.join("Makefile"),
+        makefile(
+            "0.0.1",
+            "controller:latest",
+            "example.com/memcached-operator",
+            "",
+        ),
+    )
+    .unwrap();
+    let k = p.join("config/manifests/kustomization.yaml");
+    let text = std::fs::read_to_string(&k).unwrap();
+    std::fs::write(&k, text.replace("resources:\n", "resources:\n- ../gone\n")).unwrap();
+    let r = run(opship()
+        .current_dir(&p)
+        .args(["init", "--from-operator-sdk"]));
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(
         r.stderr.contains("kustomize build")
             && r.stderr.contains("config/manifests")
-            && r.stderr.contains("GrafanaNotificationTemplate"),
+            && r.stderr.contains("gone"),
         "{}",
         r.stderr
     );
     assert!(!p.join("opship.yaml").exists());
+}
+
+/// Issue 25, fault 7 (grafana): the recipe's `cd config/manager && kustomize edit set image
+/// controller=$(IMG)` is run by kustomize on a copy of the kustomizations (the project is not
+/// edited), so the build is the recipe's: its samples (a `GrafanaNotificationTemplate` that a
+/// build-wide `images:` breaks on) reach `alm-examples` unchanged and the manager runs the
+/// operator image. The committed bundle (5.9.2, made by `bundle/redhat` with image digests) is
+/// older than `config/`, so it is compared by reading: generated as 5.9.2, the metadata differ
+/// only by the label `hack/add-openshift-annotations.sh` appends, and the CSV outside what
+/// `config/` changed since (CRDs, RBAC, the deployment, images pinned to digests) not at all.
+#[test]
+fn grafana_runs_the_recipes_kustomize_edit() {
+    const CSV: &str = "manifests/grafana-operator.clusterserviceversion.yaml";
+    let t = tempfile::tempdir().unwrap();
+    let p = t.path().join("grafana");
+    let shared = shared_projects().join("grafana");
+    copy_dir(&shared, &p);
+    copy_dir(&p.join("bundle"), &p.join("committed"));
+    std::fs::copy(
+        p.join("bundle.Dockerfile"),
+        p.join("committed/bundle.Dockerfile"),
+    )
+    .unwrap();
+    let r = run(opship()
+        .current_dir(&p)
+        .args(["init", "--from-operator-sdk"]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
+    assert!(
+        cfg.contains("kustomizeEdits:\n  - args:\n      - set\n      - image\n      - controller=controller\n    dir: config/manager\n"),
+        "{cfg}"
+    );
+    assert!(r.stdout.contains("Makefile:257"), "{}", r.stdout);
+    let r = run(opship()
+        .current_dir(&p)
+        .args(["generate", "bundle", "--version", "5.9.2"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // The project's kustomizations are as they were.
+    for f in [
+        "config/manager/kustomization.yaml",
+        "config/manifests/kustomization.yaml",
+    ] {
+        assert_eq!(
+            std::fs::read(p.join(f)).unwrap(),
+            std::fs::read(shared.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    let csv: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(p.join("bundle").join(CSV)).unwrap())
+            .unwrap();
+    let manager = &csv["spec"]["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"]["containers"]
+        [0];
+    assert_eq!(manager["name"], "manager");
+    assert_eq!(manager["image"], "ghcr.io/grafana/grafana-operator:v5.9.2");
+    // Every sample as `kustomize build config/samples` gives it: no image override reached it.
+    let built = std::process::Command::new("kustomize")
+        .args(["build", "config/samples"])
+        .current_dir(&shared)
+        .output()
+        .unwrap();
+    assert!(built.status.success());
+    let built = opship_core::manifest::parse_objects(
+        &String::from_utf8(built.stdout).unwrap(),
+        Path::new("samples"),
+    )
+    .unwrap();
+    let examples: Vec<serde_json::Value> = serde_json::from_str(
+        csv["metadata"]["annotations"]["alm-examples"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    let mut samples = 0;
+    for sample in &built {
+        assert!(
+            examples.contains(sample.value()),
+            "{} rewritten",
+            sample.value()["kind"]
+        );
+        samples += 1;
+    }
+    assert_eq!(samples, 11);
+    let d = differences(&p.join("committed"), &p.join("bundle"));
+    let outside_config: BTreeSet<String> = d
+        .iter()
+        .filter(|x| {
+            !x.contains(" manifests/")
+                || x.contains(CSV)
+                    && ![
+                        "spec.install.",
+                        "spec.customresourcedefinitions.",
+                        "spec.relatedImages",
+                        "metadata.annotations.alm-examples",
+                        "metadata.annotations.containerImage",
+                    ]
+                    .iter()
+                    .any(|k| x.contains(&format!("{CSV} {k}")))
+        })
+        .cloned()
+        .collect();
+    assert_eq!(
+        outside_config,
+        set(&[
+            "- bundle.Dockerfile LABEL[\"com.redhat.openshift.versions\"]",
+            "- metadata/annotations.yaml annotations[\"com.redhat.openshift.versions\"]",
+        ])
+    );
 }

@@ -31,6 +31,11 @@ pub struct Config {
     /// Kubernetes manifests of the operator: a kustomize-built stream (file) or a directory.
     #[serde(default)]
     pub manifests: Option<PathBuf>,
+    /// `kustomize edit` commands run, in order, before `manifests` is built, each in its
+    /// directory on a temporary copy of the kustomizations (the recipe's `cd DIR && kustomize
+    /// edit ...`); the project's own files are never edited.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kustomize_edits: Vec<KustomizeEdit>,
     /// The base ClusterServiceVersion (descriptions, icon, install modes, ...).
     #[serde(default)]
     pub csv_base: Option<PathBuf>,
@@ -110,6 +115,16 @@ pub struct CatalogTarget {
     /// skipRange policy of new entries: `none`, `minor`, `major` or `all`.
     #[serde(default)]
     pub skip_range: Option<String>,
+}
+
+/// One `kustomize edit ARGS...`, run in `dir` (relative to the config's directory).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KustomizeEdit {
+    /// The kustomization directory the edit runs in, e.g. `config/manager`.
+    pub dir: PathBuf,
+    /// What follows `kustomize edit`, e.g. `[set, image, controller=controller]`.
+    pub args: Vec<String>,
 }
 
 /// The operator image and how manifests refer to it before release.
@@ -307,6 +322,18 @@ impl Project {
             path: path.to_path_buf(),
             root,
         })
+    }
+
+    /// The config's `kustomizeEdits`, with their directories resolved.
+    pub fn kustomize_edits(&self) -> Vec<KustomizeEdit> {
+        self.config
+            .kustomize_edits
+            .iter()
+            .map(|e| KustomizeEdit {
+                dir: self.resolve(&e.dir),
+                args: e.args.clone(),
+            })
+            .collect()
     }
 
     /// Resolves a path written in the config against the config's directory.

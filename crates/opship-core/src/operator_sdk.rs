@@ -398,12 +398,54 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         "bundleDir is `{bundle_dir}` (operator-sdk's single bundle, replaced on every release); `bundle/{{version}}` keeps one per version"
     ));
 
+    // The recipe's `kustomize edit`s, run on a copy before every build.
+    let mut kustomize_edits = Vec::new();
+    let project_root = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    for e in recipe.iter().flat_map(|r| &r.edits) {
+        let d = Path::new(&e.dir);
+        let d = if d.is_absolute() {
+            match d
+                .strip_prefix(&project_root)
+                .or_else(|_| d.strip_prefix(dir))
+            {
+                Ok(r) if r.as_os_str().is_empty() => PathBuf::from("."),
+                Ok(r) => r.to_path_buf(),
+                Err(_) => {
+                    return Err(Error::Input(format!(
+                        "{}: the recipe runs `kustomize edit {}` in {}, outside the project",
+                        e.at,
+                        e.args.join(" "),
+                        e.dir
+                    )));
+                }
+            }
+        } else {
+            d.to_path_buf()
+        };
+        found.push(Found {
+            key: "kustomizeEdits".into(),
+            value: format!("{}: kustomize edit {}", d.display(), e.args.join(" ")),
+            from: e.at.clone(),
+        });
+        kustomize_edits.push(crate::config::KustomizeEdit {
+            dir: d,
+            args: e.args.clone(),
+        });
+    }
+    let resolved_edits: Vec<_> = kustomize_edits
+        .iter()
+        .map(|e| crate::config::KustomizeEdit {
+            dir: dir.join(&e.dir),
+            args: e.args.clone(),
+        })
+        .collect();
+
     // Kinds operator-sdk drops without a word and opship refuses: excluded, and said so.
     let mut exclude_kinds = vec!["Namespace".to_owned()];
     let mut csv_base = None;
     {
         // A build that fails here fails `generate` too: said now, with kustomize's message.
-        let objects = crate::kustomize::build(&manifests_dir, Some(&placeholder))?;
+        let objects = crate::kustomize::build(&manifests_dir, Some(&placeholder), &resolved_edits)?;
         // A base CSV the kustomization does not include is given as csvBase.
         if !objects.iter().any(|o| o.kind() == "ClusterServiceVersion")
             && let Some((path, _)) = &base
@@ -496,6 +538,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         labels,
         operator,
         manifests: Some(manifests.0),
+        kustomize_edits,
         csv_base,
         bundle_dir: Some(bundle_dir),
         images,
@@ -606,6 +649,22 @@ struct SetImage {
     at: String,
 }
 
+/// Whether a program is kustomize: `kustomize`, `bin/kustomize`, or a versioned install such
+/// as `bin/kustomize-v5.8.0` (what kubebuilder's newer Makefiles download).
+fn is_kustomize(program: &str) -> bool {
+    let name = program.rsplit('/').next().unwrap_or(program);
+    name == "kustomize" || name.starts_with("kustomize-") || name.starts_with("kustomize_")
+}
+
+/// One `[cd DIR &&] kustomize edit ARGS...` of the recipe.
+#[derive(Debug, Clone)]
+struct RecipeEdit {
+    dir: String,
+    args: Vec<String>,
+    /// `Makefile:LINE`.
+    at: String,
+}
+
 /// What the bundle target runs, from make's dry run.
 #[derive(Debug, Default)]
 struct Recipe {
@@ -615,6 +674,9 @@ struct Recipe {
     flags: Option<GenFlags>,
     /// The image edit that sets the operator image (`controller=…`, else the first).
     set_image: Option<SetImage>,
+    /// Every `kustomize edit` of the recipe, in order (the operator's image kept as the
+    /// placeholder).
+    edits: Vec<RecipeEdit>,
     /// What the user has to know: commands opship does not run, with Makefile:LINE.
     notes: Vec<String>,
 }
@@ -673,7 +735,7 @@ impl Recipe {
                         let p = &cmds[j].words;
                         if let Some(k) = p.iter().position(|x| x == "build")
                             && k > 0
-                            && p[k - 1].ends_with("kustomize")
+                            && is_kustomize(&p[k - 1])
                             && let Some(d) = p[k + 1..].iter().find(|x| !x.starts_with('-'))
                         {
                             r.build_dir = Some((d.trim_end_matches('/').to_owned(), at.clone()));
@@ -697,31 +759,26 @@ impl Recipe {
                     uses = true;
                     continue;
                 }
-                if w.len() >= 4
-                    && w[0].ends_with("kustomize")
-                    && w[1] == "edit"
-                    && w[2] == "set"
-                    && w[3] == "image"
-                {
+                if w.len() >= 2 && is_kustomize(&w[0]) && w[1] == "edit" {
                     uses = true;
-                    for arg in &w[4..] {
-                        if let Some((name, image)) = arg.split_once('=') {
-                            images.push(SetImage {
-                                name: name.to_owned(),
-                                image: image.to_owned(),
-                                dir: cd.clone().unwrap_or_else(|| ".".into()),
-                                at: at.clone(),
-                            });
+                    let dir = cd.clone().unwrap_or_else(|| ".".into());
+                    if w.len() >= 4 && w[2] == "set" && w[3] == "image" {
+                        for arg in &w[4..] {
+                            if let Some((name, image)) = arg.split_once('=') {
+                                images.push(SetImage {
+                                    name: name.to_owned(),
+                                    image: image.to_owned(),
+                                    dir: dir.clone(),
+                                    at: at.clone(),
+                                });
+                            }
                         }
                     }
-                    continue;
-                }
-                if w.len() >= 2 && w[0].ends_with("kustomize") && w[1] == "edit" {
-                    r.notes.push(format!(
-                        "{at}: `{}` edits the kustomization before the build; opship does not run it",
-                        w.join(" ")
-                    ));
-                    uses = true;
+                    r.edits.push(RecipeEdit {
+                        dir,
+                        args: w[2..].to_vec(),
+                        at: at.clone(),
+                    });
                     continue;
                 }
                 // A script given the generation flags runs the generation itself.
@@ -768,15 +825,17 @@ impl Recipe {
             .find(|i| i.name == "controller")
             .or(images.first())
             .cloned();
-        for i in &images {
-            if r.set_image
-                .as_ref()
-                .is_some_and(|s| s.name != i.name || s.dir != i.dir)
-            {
-                r.notes.push(format!(
-                    "{}: the recipe sets the image `{}` to `{}` in {}; opship does not run it",
-                    i.at, i.name, i.image, i.dir
-                ));
+        // The operator's image keeps the placeholder, which generation replaces with the
+        // release's image; every other edit runs as the recipe wrote it.
+        if let Some(op) = &r.set_image {
+            for e in r.edits.iter_mut().filter(|e| e.dir == op.dir) {
+                if e.args.len() >= 2 && e.args[0] == "set" && e.args[1] == "image" {
+                    for a in &mut e.args[2..] {
+                        if a.split_once('=').is_some_and(|(n, _)| n == op.name) {
+                            *a = format!("{0}={0}", op.name);
+                        }
+                    }
+                }
             }
         }
         if r.flags.is_none() {
