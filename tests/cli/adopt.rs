@@ -759,3 +759,48 @@ fn grafana_runs_the_recipes_kustomize_edit() {
         ])
     );
 }
+
+/// Issue 25, fault 7: the recipe's other `kustomize edit` commands (`add label`, `set
+/// nameprefix`) are run too, in their directories and in order, on a copy: the bundle is what
+/// the recipe's build gives, and the project's kustomizations are not edited.
+#[test]
+fn every_kustomize_edit_of_the_recipe_is_run_on_a_copy() {
+    let (_t, p) = copy("sdk-go-memcached");
+    std::fs::write(
+        p.join("Makefile"),
+        "VERSION ?= 0.0.1\nIMG ?= quay.io/example/memcached-operator:v$(VERSION)\nKUSTOMIZE ?= bin/kustomize-v5.8.0\n\
+bundle:\n\tcd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG) && $(KUSTOMIZE) edit add label team:storage\n\
+\tcd config/default && $(KUSTOMIZE) edit set nameprefix memcached-x-\n\
+\t$(KUSTOMIZE) build config/manifests | operator-sdk generate bundle -q --version $(VERSION)\n",
+    )
+    .unwrap();
+    let before: Vec<Vec<u8>> = ["config/manager", "config/default"]
+        .iter()
+        .map(|d| std::fs::read(p.join(d).join("kustomization.yaml")).unwrap())
+        .collect();
+    init_and_generate(&p, &["--from-operator-sdk"], "opship.yaml");
+    let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
+    assert!(
+        cfg.contains("      - add\n      - label\n      - team:storage\n    dir: config/manager\n"),
+        "{cfg}"
+    );
+    let csv: serde_json::Value = serde_saphyr::from_str(
+        &std::fs::read_to_string(p.join("bundle").join(CSV_MEMCACHED)).unwrap(),
+    )
+    .unwrap();
+    let deployment = &csv["spec"]["install"]["spec"]["deployments"][0];
+    assert_eq!(deployment["name"], "memcached-x-controller-manager");
+    let pod = &deployment["spec"]["template"];
+    assert_eq!(pod["metadata"]["labels"]["team"], "storage", "{pod}");
+    assert_eq!(
+        pod["spec"]["containers"][0]["image"],
+        "quay.io/example/memcached-operator:v0.0.1"
+    );
+    for (d, b) in ["config/manager", "config/default"].iter().zip(before) {
+        assert_eq!(
+            std::fs::read(p.join(d).join("kustomization.yaml")).unwrap(),
+            b,
+            "{d}"
+        );
+    }
+}
