@@ -43,11 +43,26 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
         (None, Some(p)) => p.kustomize_edits(),
         _ => Vec::new(),
     };
-    let objects = manifest::load_with(
-        &source,
-        operator.as_ref().map(OperatorImage::placeholder),
-        &edits,
-    )?;
+    // `envsubst:` fills the release's version and operator image in: the build is per version
+    // then (the one asked for, else the newest release, is built first).
+    let envsubst_for = |version: &str| match (&args.input, project) {
+        (None, Some(p)) => p.envsubst_vars(version, operator.as_ref()),
+        _ => None,
+    };
+    let first_version = args
+        .version
+        .clone()
+        .or_else(|| project.and_then(|p| p.config.releases.last().map(|r| r.version.clone())))
+        .unwrap_or_default();
+    let load = |version: &str| {
+        manifest::load_with(
+            &source,
+            operator.as_ref().map(OperatorImage::placeholder),
+            &edits,
+            envsubst_for(version).as_ref(),
+        )
+    };
+    let objects = load(&first_version)?;
     let base_path = args
         .base_csv
         .clone()
@@ -132,8 +147,13 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
             (None, Some(p)) => p.bundle_dir(version),
             (None, None) => PathBuf::from("bundle"),
         };
+        let objects = if envsubst_for(version).is_some() && *version != first_version {
+            load(version)?
+        } else {
+            objects.clone()
+        };
         let inputs = Inputs {
-            objects: objects.clone(),
+            objects,
             base_csv: base_csv.clone(),
         };
         let generated = bundle::generate(inputs, &opts)?;

@@ -362,10 +362,35 @@ fn image_edits_and_filters_are_read_from_the_recipe() {
         "{}",
         r.stdout
     );
-    let (_t, _p, r) = init_real("snr", &[]);
+    // Every image edit runs, the operator's with the placeholder, the others as written.
+    assert!(
+        cfg.contains("controller=controller\n")
+            && cfg.contains("webhook-server=quay.io/edge-infrastructure/kernel-module-management-webhook-server:"),
+        "{cfg}"
+    );
+    // Fault 9: `| $(ENVSUBST) |` is run, with the release's operator image for `${IMG}`.
+    let (_t, p, r) = init_real("snr", &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
+    assert!(
+        cfg.contains("envsubst:\n  IMG: \"{operatorImage}\"\n"),
+        "{cfg}"
+    );
+    assert!(r.stdout.contains("Makefile:309"), "{}", r.stdout);
+    // Any other filter is named, not run.
+    let (_t, p) = copy("sdk-go-memcached");
+    std::fs::write(
+        p.join("Makefile"),
+        "bundle:\n\tkustomize build config/manifests | sed s/a/b/ | operator-sdk generate bundle -q --version 0.0.1\n",
+    )
+    .unwrap();
+    let r = run(opship()
+        .current_dir(&p)
+        .args(["init", "--from-operator-sdk"]));
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(
-        r.stdout.contains("Makefile:309") && r.stdout.contains("envsubst"),
+        r.stdout
+            .contains("Makefile:2: the recipe pipes the build through `sed s/a/b/`"),
         "{}",
         r.stdout
     );
@@ -507,10 +532,7 @@ fn real_makefiles_reproduce_make_bundle() {
             name: "snr",
             init: &[],
             version: None,
-            differences: &[
-                "~ {SNR} spec.install.spec.deployments[name=self-node-remediation-controller-manager].spec.template.spec.containers[name=manager].env[name=SELF_NODE_REMEDIATION_IMAGE].value",
-                "+ {SNR} spec.relatedImages",
-            ],
+            differences: &["+ {SNR} spec.relatedImages"],
         },
         RealProject {
             name: "nhc",

@@ -36,6 +36,11 @@ pub struct Config {
     /// edit ...`); the project's own files are never edited.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kustomize_edits: Vec<KustomizeEdit>,
+    /// The build of `manifests` is piped through `envsubst` (as the bundle recipe's
+    /// `kustomize build … | envsubst | operator-sdk …`) with exactly these variables;
+    /// `{version}` and `{operatorImage}` in a value are the release's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub envsubst: Option<BTreeMap<String, String>>,
     /// The base ClusterServiceVersion (descriptions, icon, install modes, ...).
     #[serde(default)]
     pub csv_base: Option<PathBuf>,
@@ -334,6 +339,26 @@ impl Project {
                 args: e.args.clone(),
             })
             .collect()
+    }
+
+    /// The `envsubst` variables for the release `version` (its operator image from
+    /// `operator`, else empty).
+    pub fn envsubst_vars(
+        &self,
+        version: &str,
+        operator: Option<&OperatorImage>,
+    ) -> Option<BTreeMap<String, String>> {
+        let image = operator.map(|o| o.reference(version)).unwrap_or_default();
+        self.config.envsubst.as_ref().map(|vars| {
+            vars.iter()
+                .map(|(k, v)| {
+                    let v = v
+                        .replace("{operatorImage}", &image)
+                        .replace("{version}", version);
+                    (k.clone(), v)
+                })
+                .collect()
+        })
     }
 
     /// Resolves a path written in the config against the config's directory.

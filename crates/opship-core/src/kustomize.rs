@@ -17,7 +17,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::KustomizeEdit;
 use crate::error::{Error, Result};
@@ -121,14 +121,16 @@ fn is_executable(p: &Path) -> bool {
 /// Builds the kustomization `dir` and parses the objects it prints. `edits` (directories
 /// absolute) are run first, and with `placeholder` every `images:` entry mapping the
 /// placeholder elsewhere is set back to it (see the module documentation), so generation puts
-/// the release's operator image there.
+/// the release's operator image there. With `envsubst`, the build is piped through
+/// `envsubst` with exactly those variables.
 pub fn build(
     dir: &Path,
     placeholder: Option<&str>,
     edits: &[KustomizeEdit],
+    envsubst: Option<&BTreeMap<String, String>>,
 ) -> Result<Vec<Object>> {
     let tool = Tool::find(dir)?;
-    build_with(&tool, dir, placeholder, edits)
+    build_with(&tool, dir, placeholder, edits, envsubst)
 }
 
 /// [`build`] with a given tool.
@@ -137,6 +139,7 @@ pub fn build_with(
     dir: &Path,
     placeholder: Option<&str>,
     edits: &[KustomizeEdit],
+    envsubst: Option<&BTreeMap<String, String>>,
 ) -> Result<Vec<Object>> {
     let shown = tool.describe(dir);
     let mut tree = Tree::default();
@@ -180,10 +183,48 @@ pub fn build_with(
             unmap_text(&out.message(), &target, dir)
         )));
     }
-    let stdout = out.stdout;
+    let (stdout, shown) = match envsubst {
+        Some(vars) => (
+            envsubst_run(&out.stdout, vars)?,
+            format!("{shown} | envsubst"),
+        ),
+        None => (out.stdout, shown),
+    };
     let text = String::from_utf8(stdout)
         .map_err(|_| Error::Input(format!("`{shown}` printed something that is not UTF-8")))?;
     manifest::parse_objects(&text, Path::new(&format!("`{shown}` output")))
+}
+
+/// The build piped through `envsubst` (found on PATH) with exactly `vars` in its
+/// environment, as the recipe's `| envsubst |` with the release's variables; bounded like
+/// the build.
+fn envsubst_run(stream: &[u8], vars: &BTreeMap<String, String>) -> Result<Vec<u8>> {
+    let program = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|d| d.join("envsubst"))
+        .find(|p| is_executable(p))
+        .ok_or_else(|| {
+            Error::Input(
+                "the config pipes the build through `envsubst` (`envsubst:`), which is not on PATH; install it (gettext-base)".into(),
+            )
+        })?;
+    let limits = crate::child::Limits::new(TIMEOUT, crate::input::Kind::Manifest.budget());
+    let out = crate::child::run(
+        Command::new(&program).env_clear().envs(vars),
+        Some(stream),
+        limits,
+        "envsubst",
+    )?;
+    if !out.status.success() {
+        return Err(Error::Input(format!(
+            "`envsubst` failed ({}): {}",
+            out.status,
+            out.message()
+        )));
+    }
+    Ok(out.stdout)
 }
 
 /// The copy's paths in a child's message, as the user's own.

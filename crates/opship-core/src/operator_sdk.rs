@@ -443,9 +443,11 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     // Kinds operator-sdk drops without a word and opship refuses: excluded, and said so.
     let mut exclude_kinds = vec!["Namespace".to_owned()];
     let mut csv_base = None;
+    let mut envsubst = None;
     {
         // A build that fails here fails `generate` too: said now, with kustomize's message.
-        let objects = crate::kustomize::build(&manifests_dir, Some(&placeholder), &resolved_edits)?;
+        let objects =
+            crate::kustomize::build(&manifests_dir, Some(&placeholder), &resolved_edits, None)?;
         // A base CSV the kustomization does not include is given as csvBase.
         if !objects.iter().any(|o| o.kind() == "ClusterServiceVersion")
             && let Some((path, _)) = &base
@@ -457,6 +459,32 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
                 from: format!("{} does not include it", rel(dir, &manifests_dir)),
             });
             csv_base = Some(PathBuf::from(r));
+        }
+        // `| envsubst |`: the variables the build refers to, with the release's values where
+        // the release has them (its operator image and version), else make's.
+        if let Some(at) = recipe.as_ref().and_then(|r| r.envsubst.clone()) {
+            let mut vars = std::collections::BTreeMap::new();
+            for name in envsubst_references(&objects) {
+                let value = match name.as_str() {
+                    "IMG" if operator.is_some() => Some("{operatorImage}".to_owned()),
+                    "VERSION" => Some("{version}".to_owned()),
+                    _ => var(&name)?.map(|(v, _)| v),
+                };
+                match value {
+                    Some(v) => {
+                        found.push(Found {
+                            key: format!("envsubst.{name}"),
+                            value: v.clone(),
+                            from: at.clone(),
+                        });
+                        vars.insert(name, v);
+                    }
+                    None => to_decide.push(format!(
+                        "{at}: the build refers to `${{{name}}}`, which opship could not read from the Makefile; envsubst makes it empty unless envsubst.{name} is set"
+                    )),
+                }
+            }
+            envsubst = Some(vars);
         }
         for k in crate::bundle::refused_kinds(&objects, &exclude_kinds) {
             to_decide.push(format!(
@@ -539,6 +567,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         operator,
         manifests: Some(manifests.0),
         kustomize_edits,
+        envsubst,
         csv_base,
         bundle_dir: Some(bundle_dir),
         images,
@@ -649,6 +678,36 @@ struct SetImage {
     at: String,
 }
 
+/// The names of the variables `envsubst` would replace in the objects: `$NAME` and `${NAME}`.
+fn envsubst_references(objects: &[crate::manifest::Object]) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for o in objects {
+        let text = o.value().to_string();
+        let b = text.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'$' {
+                let braced = b.get(i + 1) == Some(&b'{');
+                let start = i + 1 + usize::from(braced);
+                let mut end = start;
+                while end < b.len()
+                    && (b[end].is_ascii_alphanumeric() || b[end] == b'_')
+                    && !(end == start && b[end].is_ascii_digit())
+                {
+                    end += 1;
+                }
+                if end > start && (!braced || b.get(end) == Some(&b'}')) {
+                    names.insert(text[start..end].to_owned());
+                }
+                i = end.max(i + 1);
+            } else {
+                i += 1;
+            }
+        }
+    }
+    names
+}
+
 /// Whether a program is kustomize: `kustomize`, `bin/kustomize`, or a versioned install such
 /// as `bin/kustomize-v5.8.0` (what kubebuilder's newer Makefiles download).
 fn is_kustomize(program: &str) -> bool {
@@ -677,6 +736,8 @@ struct Recipe {
     /// Every `kustomize edit` of the recipe, in order (the operator's image kept as the
     /// placeholder).
     edits: Vec<RecipeEdit>,
+    /// `Makefile:LINE` of a plain `| envsubst |` between the build and operator-sdk.
+    envsubst: Option<String>,
     /// What the user has to know: commands opship does not run, with Makefile:LINE.
     notes: Vec<String>,
 }
@@ -739,6 +800,10 @@ impl Recipe {
                             && let Some(d) = p[k + 1..].iter().find(|x| !x.starts_with('-'))
                         {
                             r.build_dir = Some((d.trim_end_matches('/').to_owned(), at.clone()));
+                        } else if p.len() == 1
+                            && (p[0] == "envsubst" || p[0].ends_with("/envsubst"))
+                        {
+                            r.envsubst = Some(at.clone());
                         } else if !p.is_empty() {
                             r.notes.push(format!(
                                 "{at}: the recipe pipes the build through `{}` before operator-sdk; opship does not run it",

@@ -180,6 +180,7 @@ fn generate(plan: &Plan, options: &crate::Options<'_>) -> Result<bundle::Bundle>
         &source,
         operator.map(|o| o.placeholder()),
         &project.kustomize_edits(),
+        project.envsubst_vars(&plan.version, operator).as_ref(),
     )
     .map_err(|e| err(&e))?;
     let base_csv = match &c.csv_base {
