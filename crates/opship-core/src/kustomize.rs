@@ -8,9 +8,10 @@
 //! kustomize itself, in their directories, on a temporary copy of the directory tree holding
 //! the kustomizations, so the build is what the recipe's build gives and the project is never
 //! edited. The operator's `set image` keeps the placeholder (`controller=controller`), and a
-//! kustomization that still maps the placeholder elsewhere (the `images:` entry an earlier
-//! `make bundle` left behind) gets the same edit: generation then puts the release's operator
-//! image there. An edit scoped to one kustomization never touches the samples, as a top-level
+//! kustomization of the copy that still maps the placeholder elsewhere (the `images:` entry an
+//! earlier `make bundle` left behind) has that entry set back to the placeholder, as the same
+//! edit would (also with only `kubectl kustomize`): generation then puts the release's
+//! operator image there. An edit scoped to one kustomization never touches the samples, as a top-level
 //! `images:` over the whole build would.
 
 use std::ffi::OsString;
@@ -157,12 +158,7 @@ pub fn build_with(
             let mut after = Tree::default();
             visit(&copy.map(dir), Some(p), &mut after)?;
             for d in &after.aliased {
-                let original = copy.unmap(d);
-                copy.edit(
-                    tool,
-                    &original,
-                    &["set".into(), "image".into(), format!("{p}={p}")],
-                )?;
+                map_back(d, p)?;
             }
         }
         copy.map(dir)
@@ -225,6 +221,29 @@ fn envsubst_run(stream: &[u8], vars: &BTreeMap<String, String>) -> Result<Vec<u8
         )));
     }
     Ok(out.stdout)
+}
+
+/// In the copy's kustomization `dir`, the `images:` entries of `placeholder` set back to it,
+/// as `kustomize edit set image P=P` does there (also when only `kubectl kustomize` is
+/// installed, which cannot edit); the file is written as JSON, which kustomize reads.
+fn map_back(dir: &Path, placeholder: &str) -> Result<()> {
+    let Some(file) = kustomization_file(dir) else {
+        return Ok(());
+    };
+    let mut doc = crate::yaml::parse_one(&crate::yaml::read_text(&file)?, &file)?;
+    if let Some(images) = doc.value["images"].as_array_mut() {
+        for i in images {
+            if i["name"].as_str() == Some(placeholder)
+                && let Some(m) = i.as_object_mut()
+            {
+                m.retain(|k, _| k == "name");
+                m.insert("newName".into(), placeholder.into());
+            }
+        }
+    }
+    let text =
+        serde_json::to_string_pretty(&doc.value).map_err(|e| Error::Internal(e.to_string()))?;
+    std::fs::write(&file, text).map_err(|e| Error::io(&file, e))
 }
 
 /// The copy's paths in a child's message, as the user's own.
@@ -297,14 +316,6 @@ impl Copy {
         let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         match real.strip_prefix(&self.from) {
             Ok(r) => self.to.join(r),
-            Err(_) => p.to_path_buf(),
-        }
-    }
-
-    /// Where `p` (of the copy) is in the project.
-    fn unmap(&self, p: &Path) -> PathBuf {
-        match p.strip_prefix(&self.to) {
-            Ok(r) => self.from.join(r),
             Err(_) => p.to_path_buf(),
         }
     }
