@@ -826,3 +826,44 @@ bundle:\n\tcd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG) &&
         );
     }
 }
+
+/// Issue 25, fault 6: the recipe's `sed -i` edits of the bundle that opship has a setting for
+/// (`olm.skipRange`, `replaces`, a bundle label) become those settings, and `generate` gives
+/// what the edits gave; any other edit stays listed with its Makefile:LINE.
+#[test]
+fn recipe_edits_with_a_setting_become_settings() {
+    let (_t, p) = copy("sdk-go-memcached");
+    std::fs::write(
+        p.join("Makefile"),
+        "CSV = bundle/manifests/memcached-operator.clusterserviceversion.yaml\n\
+bundle:\n\tkustomize build config/manifests | operator-sdk generate bundle -q --version 0.0.2\n\
+\tsed -r -i \"s|olm.skipRange: .*|olm.skipRange: '>=0.0.1 <0.0.2'|;\" $(CSV)\n\
+\tsed -i \"/  version: 0.0.2/ a\\  replaces: memcached-operator.v0.0.1\" $(CSV)\n\
+\tsed -i 's/com.redhat.openshift.versions: .*/com.redhat.openshift.versions: v4.12/' bundle/metadata/annotations.yaml\n\
+\tsed -i 's/Memcached/Cached/' $(CSV)\n",
+    )
+    .unwrap();
+    init_and_generate(&p, &["--from-operator-sdk"], "opship.yaml");
+    let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
+    assert!(
+        cfg.contains("com.redhat.openshift.versions: v4.12\n")
+            && cfg.contains("replaces: memcached-operator.v0.0.1\n")
+            && cfg.contains("skipRange: \">=0.0.1 <0.0.2\"\n"),
+        "{cfg}"
+    );
+    assert!(
+        cfg.contains("Makefile:7: the recipe runs `sed -i 's/Memcached/Cached/'"),
+        "{cfg}"
+    );
+    let csv = std::fs::read_to_string(p.join("bundle").join(CSV_MEMCACHED)).unwrap();
+    assert!(
+        csv.contains("olm.skipRange: \">=0.0.1 <0.0.2\"")
+            && csv.contains("replaces: memcached-operator.v0.0.1"),
+        "{csv}"
+    );
+    let annotations = std::fs::read_to_string(p.join("bundle/metadata/annotations.yaml")).unwrap();
+    assert!(
+        annotations.contains("com.redhat.openshift.versions: v4.12"),
+        "{annotations}"
+    );
+}

@@ -558,6 +558,36 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         }
     }
 
+    // The recipe's sed/yq edits that opship has a setting for.
+    let mut releases = releases;
+    for (key, value, at) in recipe.iter().flat_map(|r| &r.settings) {
+        let from = format!("{at} (the recipe's edit)");
+        let release = releases.first_mut();
+        match (key.as_str(), release) {
+            ("replaces", Some(r)) => r.replaces = Some(value.clone()),
+            ("skipRange", Some(r)) => r.skip_range = Some(value.clone()),
+            (k, _) if k.starts_with("labels.") => {
+                labels.insert(k["labels.".len()..].to_owned(), value.clone());
+            }
+            _ => {
+                to_decide.push(format!(
+                    "{at}: the recipe sets {key} to `{value}`; no release version was found to put it on"
+                ));
+                continue;
+            }
+        }
+        let shown = match key.as_str() {
+            "replaces" | "skipRange" => format!("releases[0].{key}"),
+            k => k.to_owned(),
+        };
+        found.retain(|f| f.key != shown);
+        found.push(Found {
+            key: shown,
+            value: value.clone(),
+            from,
+        });
+    }
+
     to_decide.extend(skipped.take());
     let config = Config {
         package,
@@ -678,6 +708,75 @@ struct SetImage {
     at: String,
 }
 
+/// What a `sed -i` or `yq -i` command of the recipe sets, when opship has a setting for it:
+/// `sed -i 's|olm.skipRange: .*|olm.skipRange: V|' CSV`, `sed -i '/version: X/ a\  replaces:
+/// V' CSV`, `sed -i 's/K: .*/K: V/' …/annotations.yaml` (a bundle label), `yq -i
+/// '.spec.replaces = "V"' CSV`. Anything else is `None` (the command stays listed).
+fn setting_edit(words: &[String]) -> Option<(String, String)> {
+    let program = words.first()?.rsplit('/').next()?;
+    let file = words.last()?;
+    let csv = file.ends_with(".clusterserviceversion.yaml");
+    let annotations = file.ends_with("metadata/annotations.yaml");
+    if !(csv || annotations) || !words.iter().any(|w| w.starts_with("-i")) {
+        return None;
+    }
+    let unquote = |v: &str| v.trim().trim_matches(|c| c == '\'' || c == '"').to_owned();
+    let expr = words[1..words.len() - 1]
+        .iter()
+        .find(|w| !w.is_empty() && !w.starts_with('-'))?
+        .trim();
+    match program {
+        "sed" | "gsed" => {
+            // `/PATTERN/ a\  replaces: V`: a line appended to the CSV.
+            if let Some((_, line)) = expr.split_once(" a\\") {
+                let (k, v) = line.trim().split_once(':')?;
+                return (csv && k.trim() == "replaces").then(|| ("replaces".into(), unquote(v)));
+            }
+            // `sDPATDREPD[flags]` whose replacement is a whole `KEY: VALUE`.
+            let mut chars = expr.chars();
+            if chars.next()? != 's' {
+                return None;
+            }
+            let d = chars.next()?;
+            let parts: Vec<&str> = expr[1 + d.len_utf8()..].split(d).collect();
+            if parts.len() != 3
+                || !parts[2]
+                    .trim_end_matches(';')
+                    .chars()
+                    .all(|c| "gI".contains(c))
+            {
+                return None;
+            }
+            let (k, v) = parts[1].split_once(": ")?;
+            let key = k.trim();
+            if !parts[0].trim_start().starts_with(key) || v.contains('\\') || v.contains('&') {
+                return None;
+            }
+            match (key, csv) {
+                ("olm.skipRange", true) => Some(("skipRange".into(), unquote(v))),
+                ("replaces", true) => Some(("replaces".into(), unquote(v))),
+                (k, false)
+                    if k.contains('.') && !k.starts_with("operators.operatorframework.io.") =>
+                {
+                    Some((format!("labels.{k}"), unquote(v)))
+                }
+                _ => None,
+            }
+        }
+        "yq" => {
+            let (path, v) = expr.split_once('=')?;
+            match (path.trim(), csv) {
+                (".spec.replaces", true) => Some(("replaces".into(), unquote(v))),
+                (p, true) if p == ".metadata.annotations.\"olm.skipRange\"" => {
+                    Some(("skipRange".into(), unquote(v)))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 /// The names of the variables `envsubst` would replace in the objects: `$NAME` and `${NAME}`.
 fn envsubst_references(objects: &[crate::manifest::Object]) -> std::collections::BTreeSet<String> {
     let mut names = std::collections::BTreeSet::new();
@@ -738,6 +837,9 @@ struct Recipe {
     edits: Vec<RecipeEdit>,
     /// `Makefile:LINE` of a plain `| envsubst |` between the build and operator-sdk.
     envsubst: Option<String>,
+    /// Edits of the bundle that set what opship has a setting for: (setting, value,
+    /// `Makefile:LINE`), e.g. (`labels.com.redhat.openshift.versions`, `v4.12`).
+    settings: Vec<(String, String, String)>,
     /// What the user has to know: commands opship does not run, with Makefile:LINE.
     notes: Vec<String>,
 }
@@ -844,6 +946,14 @@ impl Recipe {
                         args: w[2..].to_vec(),
                         at: at.clone(),
                     });
+                    continue;
+                }
+                // A one-command edit of the bundle that sets what opship has a setting for.
+                if cmds.len() == 1
+                    && let Some((key, value)) = setting_edit(w)
+                {
+                    uses = true;
+                    r.settings.push((key, value, at.clone()));
                     continue;
                 }
                 // A script given the generation flags runs the generation itself.
