@@ -767,7 +767,7 @@ fn setting_edit(words: &[String]) -> Option<(String, String)> {
             let (path, v) = expr.split_once('=')?;
             match (path.trim(), csv) {
                 (".spec.replaces", true) => Some(("replaces".into(), unquote(v))),
-                (p, true) if p == ".metadata.annotations.\"olm.skipRange\"" => {
+                (".metadata.annotations.\"olm.skipRange\"", true) => {
                     Some(("skipRange".into(), unquote(v)))
                 }
                 _ => None,
@@ -1225,5 +1225,59 @@ fn prune(v: &mut Value) {
             Value::String(s) => !s.is_empty(),
             Value::Number(_) => true,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &[&str]) -> Vec<String> {
+        s.iter().map(|w| (*w).to_owned()).collect()
+    }
+
+    #[test]
+    fn setting_edits() {
+        const CSV: &str = "bundle/manifests/op.clusterserviceversion.yaml";
+        let cases: [(&[&str], Option<(&str, &str)>); 6] = [
+            (
+                &["bin/yq", "-i", ".spec.replaces = \"op.v1.0.0\"", CSV],
+                Some(("replaces", "op.v1.0.0")),
+            ),
+            // `$(SED_INLINE)` is `sed -i ''` on macOS-minded Makefiles.
+            (
+                &[
+                    "sed",
+                    "-i",
+                    "",
+                    "s/olm.skipRange: .*/olm.skipRange: '<1.2.0'/",
+                    CSV,
+                ],
+                Some(("skipRange", "<1.2.0")),
+            ),
+            (
+                &[
+                    "sed",
+                    "-i",
+                    "s/com.redhat.openshift.versions: .*/com.redhat.openshift.versions: v4.14/",
+                    "bundle/metadata/annotations.yaml",
+                ],
+                Some(("labels.com.redhat.openshift.versions", "v4.14")),
+            ),
+            // Not in place, not a setting, or a replacement that uses the match.
+            (&["sed", "s/replaces: .*/replaces: x/", CSV], None),
+            (
+                &["sed", "-i", "s/displayName: A/displayName: B/", CSV],
+                None,
+            ),
+            (&["sed", "-i", "s/replaces: .*/replaces: &-x/", CSV], None),
+        ];
+        for (cmd, want) in cases {
+            assert_eq!(
+                setting_edit(&words(cmd)),
+                want.map(|(k, v)| (k.to_owned(), v.to_owned())),
+                "{cmd:?}"
+            );
+        }
     }
 }
