@@ -1232,6 +1232,9 @@ fn prune(v: &mut Value) {
 mod tests {
     use super::*;
 
+    /// A command's words and the setting it makes, if any.
+    type Case<'a> = (&'a [&'a str], Option<(&'a str, &'a str)>);
+
     fn words(s: &[&str]) -> Vec<String> {
         s.iter().map(|w| (*w).to_owned()).collect()
     }
@@ -1239,7 +1242,7 @@ mod tests {
     #[test]
     fn setting_edits() {
         const CSV: &str = "bundle/manifests/op.clusterserviceversion.yaml";
-        let cases: [(&[&str], Option<(&str, &str)>); 6] = [
+        let cases: [Case; 6] = [
             (
                 &["bin/yq", "-i", ".spec.replaces = \"op.v1.0.0\"", CSV],
                 Some(("replaces", "op.v1.0.0")),
