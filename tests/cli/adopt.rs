@@ -506,7 +506,8 @@ struct RealProject {
 
 /// Issue 25, proof 1: the projects of `../shared/projects` with their real Makefiles (all but
 /// submariner, which has no committed bundle and whose make needs its Dapper image, and
-/// grafana, whose samples break the wrapper kustomization, fault 7): `init` from the
+/// grafana, whose committed bundle is older than its config: see
+/// `grafana_runs_the_recipes_kustomize_edit`): `init` from the
 /// project's own make dry run, `generate bundle` into the project's `bundle/` over the committed
 /// one, then the semantic comparison with what `make bundle` committed.
 #[test]
