@@ -39,16 +39,25 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
     };
     // A kustomization is built with the placeholder kept where the operator image goes, after
     // the config's `kustomize edit`s (which belong to its `manifests`, not to --input).
-    let edits = match (&args.input, project) {
-        (None, Some(p)) => p.kustomize_edits(),
+    let edits_for = |version: &str| match (&args.input, project) {
+        (None, Some(p)) => p.kustomize_edits(version),
         _ => Vec::new(),
     };
-    // `envsubst:` fills the release's version and operator image in: the build is per version
-    // then (the one asked for, else the newest release, is built first).
+    // `envsubst:` fills the release's version and operator image in, `kustomizeEdits` the
+    // version: the build is per version then (the one asked for, else the newest release, is
+    // built first).
     let envsubst_for = |version: &str| match (&args.input, project) {
         (None, Some(p)) => p.envsubst_vars(version, operator.as_ref()),
         _ => None,
     };
+    let per_version = envsubst_for("").is_some()
+        || (args.input.is_none()
+            && project.is_some_and(|p| {
+                p.config
+                    .kustomize_edits
+                    .iter()
+                    .any(|e| e.args.iter().any(|a| a.contains("{version}")))
+            }));
     let first_version = args
         .version
         .clone()
@@ -58,7 +67,7 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
         manifest::load_with(
             &source,
             operator.as_ref().map(OperatorImage::placeholder),
-            &edits,
+            &edits_for(version),
             envsubst_for(version).as_ref(),
         )
     };
@@ -147,7 +156,7 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
             (None, Some(p)) => p.bundle_dir(version),
             (None, None) => PathBuf::from("bundle"),
         };
-        let objects = if envsubst_for(version).is_some() && *version != first_version {
+        let objects = if per_version && *version != first_version {
             load(version)?
         } else {
             objects.clone()

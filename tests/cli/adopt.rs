@@ -792,7 +792,7 @@ fn every_kustomize_edit_of_the_recipe_is_run_on_a_copy() {
     std::fs::write(
         p.join("Makefile"),
         "VERSION ?= 0.0.1\nIMG ?= quay.io/example/memcached-operator:v$(VERSION)\nKUSTOMIZE ?= bin/kustomize-v5.8.0\n\
-bundle:\n\tcd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG) && $(KUSTOMIZE) edit add label team:storage\n\
+bundle:\n\tcd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG) helper=quay.io/example/helper:v$(VERSION) && $(KUSTOMIZE) edit add label team:storage\n\
 \tcd config/default && $(KUSTOMIZE) edit set nameprefix memcached-x-\n\
 \t$(KUSTOMIZE) build config/manifests | operator-sdk generate bundle -q --version $(VERSION)\n",
     )
@@ -805,6 +805,13 @@ bundle:\n\tcd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG) &&
     let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
     assert!(
         cfg.contains("      - add\n      - label\n      - team:storage\n    dir: config/manager\n"),
+        "{cfg}"
+    );
+    // An image tag holding the version follows the release.
+    assert!(
+        cfg.contains(
+            "      - controller=controller\n      - helper=quay.io/example/helper:v{version}\n"
+        ),
         "{cfg}"
     );
     let csv: serde_json::Value = serde_saphyr::from_str(

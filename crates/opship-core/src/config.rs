@@ -128,7 +128,8 @@ pub struct CatalogTarget {
 pub struct KustomizeEdit {
     /// The kustomization directory the edit runs in, e.g. `config/manager`.
     pub dir: PathBuf,
-    /// What follows `kustomize edit`, e.g. `[set, image, controller=controller]`.
+    /// What follows `kustomize edit`, e.g. `[set, image, controller=controller]`; `{version}`
+    /// is the release's version.
     pub args: Vec<String>,
 }
 
@@ -329,14 +330,19 @@ impl Project {
         })
     }
 
-    /// The config's `kustomizeEdits`, with their directories resolved.
-    pub fn kustomize_edits(&self) -> Vec<KustomizeEdit> {
+    /// The config's `kustomizeEdits` for the release `version`: directories resolved,
+    /// `{version}` in an argument replaced.
+    pub fn kustomize_edits(&self, version: &str) -> Vec<KustomizeEdit> {
         self.config
             .kustomize_edits
             .iter()
             .map(|e| KustomizeEdit {
                 dir: self.resolve(&e.dir),
-                args: e.args.clone(),
+                args: e
+                    .args
+                    .iter()
+                    .map(|a| a.replace("{version}", version))
+                    .collect(),
             })
             .collect()
     }

@@ -427,16 +427,34 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
             value: format!("{}: kustomize edit {}", d.display(), e.args.join(" ")),
             from: e.at.clone(),
         });
-        kustomize_edits.push(crate::config::KustomizeEdit {
-            dir: d,
-            args: e.args.clone(),
-        });
+        // An image tag holding the version follows the release, as the recipe's `$(VERSION)`.
+        let args = e
+            .args
+            .iter()
+            .map(|a| match (&version, a.split_once('=')) {
+                (Some(v), Some((name, image))) if e.args.get(1).is_some_and(|x| x == "image") => {
+                    let (repo, tag) = crate::config::split_tag(image);
+                    match tag {
+                        Some(t) if t.contains(v.as_str()) => {
+                            format!("{name}={repo}:{}", t.replace(v.as_str(), "{version}"))
+                        }
+                        _ => a.clone(),
+                    }
+                }
+                _ => a.clone(),
+            })
+            .collect();
+        kustomize_edits.push(crate::config::KustomizeEdit { dir: d, args });
     }
     let resolved_edits: Vec<_> = kustomize_edits
         .iter()
         .map(|e| crate::config::KustomizeEdit {
             dir: dir.join(&e.dir),
-            args: e.args.clone(),
+            args: e
+                .args
+                .iter()
+                .map(|a| a.replace("{version}", version.as_deref().unwrap_or_default()))
+                .collect(),
         })
         .collect();
 

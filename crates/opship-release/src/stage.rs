@@ -179,7 +179,7 @@ fn generate(plan: &Plan, options: &crate::Options<'_>) -> Result<bundle::Bundle>
     let objects = manifest::load_with(
         &source,
         operator.map(|o| o.placeholder()),
-        &project.kustomize_edits(),
+        &project.kustomize_edits(&plan.version),
         project.envsubst_vars(&plan.version, operator).as_ref(),
     )
     .map_err(|e| err(&e))?;
