@@ -207,10 +207,14 @@ present, catalog entry with the same image, same chart) are skipped, so a failed
 finished by running the same command again. Without a registry (--registry, OPSHIP_REGISTRY \
 or `registry:` in opship.yaml) images stay in the OCI layout dist/oci. Without a key \
 (--key, OPSHIP_SIGNING_KEY or `signing:`) one is generated once under .opship/ next to the \
-config. Details: docs/release.md.\n\nExamples:\n  opship -c bundle/opship.yaml release \
+config, unless an identity token is there (GitHub Actions with `id-token: write`, \
+SIGSTORE_ID_TOKEN, --identity-token) and a registry: then the release signs keylessly, and \
+its checks look for keyless signatures by that identity (--trusted-root). Details: \
+docs/release.md.\n\nExamples:\n  opship -c bundle/opship.yaml release \
 --version 0.3.0\n  opship -c bundle/opship.yaml release --version 0.3.0 --dry-run\n  \
 COSIGN_PASSWORD=… opship release --version 1.2.0 --registry quay.io/example --key cosign.key \
--o json"
+-o json\n  opship release --version 1.2.0 --registry registry.example:5000/op --identity-token \
+token.jwt --signing-config signing_config.json --trusted-root trusted_root.json"
     )]
     Release(ReleaseArgs),
 }
@@ -278,6 +282,11 @@ pub struct ReleaseArgs {
     /// pushes to a registry and an identity token is there.
     #[command(flatten)]
     pub keyless: KeylessArgs,
+    /// Keyless: cosign 3's trusted_root.json the checks verify the release's own keyless
+    /// signatures and attestations against, so a re-run finds them (default:
+    /// `trusted_root.json` beside --signing-config, else the public-good root).
+    #[arg(long, value_name = "FILE")]
+    pub trusted_root: Option<PathBuf>,
 }
 
 /// `release --events`.

@@ -14,6 +14,11 @@ use clap::Parser;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // First of all: SIGINT/SIGTERM/SIGHUP end the run like an error (temporaries removed,
+    // children stopped, exit 128 + the signal).
+    if let Err(e) = opship_core::cleanup::install() {
+        eprintln!("warning: signals will not clean up: {e}");
+    }
     let cli = cli::Cli::parse();
     init_logging(cli.global.verbose, cli.global.quiet);
     match commands::run(cli) {

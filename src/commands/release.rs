@@ -53,6 +53,7 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
                 crate::cli::SignFormat::Cosign2 => opship_oci::cosign::signing::Format::Cosign2,
                 crate::cli::SignFormat::Cosign3 => opship_oci::cosign::signing::Format::Cosign3,
             }),
+            trusted_root: args.trusted_root.clone(),
         },
     };
     let jsonl = args.events == Some(EventFormat::Jsonl);

@@ -248,6 +248,66 @@ fn release_signs_keylessly_with_the_actions_token() {
         ),
         "cosign3 verify with another workflow's identity",
     );
+
+    // A re-run finds each keyless signature and attestation by the workflow identity (the
+    // trusted root beside the signing config) and writes nothing to the registry.
+    let repositories = [
+        "sample/memcached-operator-bundle",
+        "sample/memcached-operator-catalog",
+        "sample/memcached-operator",
+    ];
+    let before = cosign_manifests(&reg.addr, &repositories);
+    assert_eq!(before.len(), 3, "one referrer tag per image: {before:?}");
+    let again = json(
+        &ok(
+            release(tmp.path(), &home, &actions, &ns, &["--signing-config", sc]),
+            "keyless re-run",
+        )
+        .stdout,
+    );
+    let checked: Vec<&serde_json::Value> = again["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|st| {
+            let id = st["id"].as_str().unwrap();
+            id.starts_with("sign") || id.starts_with("attest")
+        })
+        .collect();
+    assert_eq!(checked.len(), 5, "{again}");
+    for st in checked {
+        assert_eq!(st["status"], "done", "{st}");
+        let reason = st["reason"].as_str().unwrap();
+        assert!(
+            reason.contains(&format!("by {identity} (issuer {issuer}) verifies")),
+            "{st}"
+        );
+    }
+    assert_eq!(
+        cosign_manifests(&reg.addr, &repositories),
+        before,
+        "the re-run wrote a signature or attestation"
+    );
+}
+
+/// Every cosign tag (`sha256-…`) of the repositories with its manifest, as served.
+fn cosign_manifests(addr: &str, repositories: &[&str]) -> Vec<(String, String)> {
+    let accept =
+        "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json";
+    let mut out = Vec::new();
+    for repository in repositories {
+        for tag in cosign_tags(addr, repository) {
+            let (status, body) = http_get(
+                addr,
+                &format!("/v2/{repository}/manifests/{tag}"),
+                &[("Accept", accept)],
+            )
+            .expect("registry reachable");
+            assert_eq!(status, 200, "{repository}:{tag}: {body}");
+            out.push((format!("{repository}:{tag}"), body));
+        }
+    }
+    out
 }
 
 #[test]
@@ -448,14 +508,29 @@ fn rekor_dying_mid_release_leaves_the_catalog_image_unsigned_until_the_rerun() {
         ),
         "cosign3 verify of the bundle image",
     );
-    // The same release with Rekor reachable finishes: the catalog image is signed.
+    // The same release with Rekor reachable finishes: the catalog image is signed; the bundle
+    // image's signature and provenance, checked against --trusted-root, are not made again.
     let summary = json(
         &ok(
-            release(tmp.path(), &home, &actions, &ns, &["--signing-config", sc]),
+            release(
+                tmp.path(),
+                &home,
+                &actions,
+                &ns,
+                &[
+                    "--signing-config",
+                    sc,
+                    "--trusted-root",
+                    s.var("SIGSTORE_TRUSTED_ROOT"),
+                ],
+            ),
             "re-run with Rekor",
         )
         .stdout,
     );
+    for id in ["sign", "attest"] {
+        assert_eq!(step(&summary, id)["status"], "done", "{summary}");
+    }
     let catalog_step = summary["steps"]
         .as_array()
         .unwrap()
@@ -499,4 +574,16 @@ fn an_identity_token_without_a_registry_or_with_a_key_is_an_error() {
         assert!(r.stderr.contains(reason), "want {reason:?}: {}", r.stderr);
         assert!(!tmp.path().join("bundle/.opship").exists());
     }
+    // So is --trusted-root, which only the keyless checks read.
+    let r = run(opship_clean(&home)
+        .current_dir(tmp.path())
+        .args(["-c", "bundle/opship.yaml", "release", "--version", "0.1.0"])
+        .args(["--dry-run", "--trusted-root", "trusted_root.json"]));
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("--trusted-root is for keyless signing, which needs a registry"),
+        "{}",
+        r.stderr
+    );
 }

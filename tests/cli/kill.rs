@@ -1,6 +1,7 @@
 //! SIGKILL at 50 moments of `generate bundle`, `chart render` and `catalog add` each: the output
 //! is always the old or the new state, the catalog always validates, and the next run leaves
-//! no temporary file (issue 13).
+//! no temporary file (issue 13). SIGTERM at 20 moments of `generate bundle` and `catalog add`:
+//! the run exits 143 having removed its own temporaries (issue 28).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,12 +12,13 @@ use crate::{hidden_entries, opship, read_tree, repo, run, sample_copy};
 
 const PKG: &str = "memcached-operator";
 const KILLS: usize = 50;
+const TERMS: usize = 20;
 
 /// Deterministic delays (xorshift from a fixed seed) spread over `0..=span`, so a failure can
 /// be rerun with the same moments.
-fn moments(span: Duration, seed: u64) -> Vec<Duration> {
+fn moments(n: usize, span: Duration, seed: u64) -> Vec<Duration> {
     let mut x = seed;
-    (0..KILLS)
+    (0..n)
         .map(|_| {
             x ^= x << 13;
             x ^= x >> 7;
@@ -34,16 +36,41 @@ fn span_of(cmd: &mut Command) -> Duration {
     start.elapsed().mul_f64(1.2).max(Duration::from_millis(5))
 }
 
-/// Starts `cmd`, kills it after `after` (unless it finished) and says whether it finished.
-fn kill_after(cmd: &mut Command, after: Duration) -> bool {
+/// How a run is stopped.
+#[derive(Clone, Copy, PartialEq)]
+enum Stop {
+    Kill,
+    Term,
+}
+
+/// Starts `cmd`, stops it after `after` (unless it finished) and gives its exit code.
+/// A SIGTERM must end it like an error: exit 143 (or no code when it came before the
+/// handler was installed, when nothing exists yet).
+fn kill_after(cmd: &mut Command, after: Duration, stop: Stop) -> Option<i32> {
     let mut child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     std::thread::sleep(after);
-    let _ = child.kill();
-    child.wait().unwrap().success()
+    match stop {
+        Stop::Kill => {
+            let _ = child.kill();
+        }
+        Stop::Term => {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+        }
+    }
+    let status = child.wait().unwrap();
+    if stop == Stop::Term {
+        assert!(
+            matches!(status.code(), Some(0 | 143) | None),
+            "SIGTERM at {after:?}: {status}"
+        );
+    }
+    status.code()
 }
 
 type Tree = BTreeMap<String, String>;
@@ -57,7 +84,7 @@ fn torture(
     mut new: impl FnMut() -> Command,
     state: impl Fn() -> Tree,
     after_each: impl Fn(),
-    seed: u64,
+    (stop, seed): (Stop, u64),
     reset_cleans: bool,
 ) -> (usize, usize) {
     let r = run(&mut old());
@@ -67,7 +94,9 @@ fn torture(
     let new_state = state();
     assert_ne!(old_state, new_state, "the two states must differ");
     let (mut finished, mut interrupted) = (0, 0);
-    for (i, at) in moments(span, seed).into_iter().enumerate() {
+    let n = if stop == Stop::Term { TERMS } else { KILLS };
+    let mut handled = 0;
+    for (i, at) in moments(n, span, seed).into_iter().enumerate() {
         let r = run(&mut old());
         assert_eq!(r.code, 0, "reset {i}: {}", r.stderr);
         if reset_cleans {
@@ -77,10 +106,21 @@ fn torture(
                 hidden_entries(parent)
             );
         }
-        if kill_after(&mut new(), at) {
+        let code = kill_after(&mut new(), at, stop);
+        if code == Some(143) {
+            handled += 1;
+        }
+        if code == Some(0) {
             finished += 1;
         } else {
             interrupted += 1;
+            if stop == Stop::Term {
+                assert!(
+                    hidden_entries(parent).is_empty(),
+                    "SIGTERM {i} at {at:?} left {:?}",
+                    hidden_entries(parent)
+                );
+            }
         }
         let now = state();
         assert!(
@@ -88,6 +128,13 @@ fn torture(
             "kill {i} at {at:?}: the output is neither the old nor the new state"
         );
         after_each();
+    }
+    if stop == Stop::Term {
+        // The handler is the first thing `main` installs: some SIGTERMs must reach it.
+        assert!(
+            handled > 0,
+            "no SIGTERM reached the handler ({interrupted} runs interrupted)"
+        );
     }
     let r = run(&mut new());
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -102,6 +149,15 @@ fn torture(
 
 #[test]
 fn killed_generate_leaves_the_old_or_the_new_bundle() {
+    generate_stopped((Stop::Kill, 0x9E37_79B9_7F4A_7C15));
+}
+
+#[test]
+fn terminated_generate_removes_its_temporaries() {
+    generate_stopped((Stop::Term, 0x94D0_49BB_1331_11EB));
+}
+
+fn generate_stopped(stop: (Stop, u64)) {
     let (_t, dir) = sample_copy();
     let out = dir.join("out");
     let gen_ = |version: &str| {
@@ -118,7 +174,7 @@ fn killed_generate_leaves_the_old_or_the_new_bundle() {
         || gen_("0.3.0"),
         || read_tree(&out),
         || {},
-        0x9E37_79B9_7F4A_7C15,
+        stop,
         true,
     );
     assert!(killed > 0, "no run was interrupted ({done} finished)");
@@ -149,7 +205,7 @@ fn killed_chart_render_leaves_the_old_or_the_new_chart() {
             }
         },
         || {},
-        0xD1B5_4A32_D192_ED03,
+        (Stop::Kill, 0xD1B5_4A32_D192_ED03),
         true,
     );
     assert!(killed > 0, "no run was interrupted ({done} finished)");
@@ -157,6 +213,15 @@ fn killed_chart_render_leaves_the_old_or_the_new_chart() {
 
 #[test]
 fn killed_catalog_add_leaves_a_valid_old_or_new_catalog() {
+    catalog_add_stopped((Stop::Kill, 0x2545_F491_4F6C_DD1D));
+}
+
+#[test]
+fn terminated_catalog_add_removes_its_temporaries() {
+    catalog_add_stopped((Stop::Term, 0xBF58_476D_1CE4_E5B9));
+}
+
+fn catalog_add_stopped(stop: (Stop, u64)) {
     let tmp = tempfile::tempdir().unwrap();
     let index = tmp.path().join("index");
     let add = |version: &str, replace: bool| {
@@ -206,7 +271,7 @@ fn killed_catalog_add_leaves_a_valid_old_or_new_catalog() {
             let r = run(opship().args(["catalog", "validate"]).arg(&index));
             assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
         },
-        0x2545_F491_4F6C_DD1D,
+        stop,
         false,
     );
     assert!(killed > 0, "no run was interrupted ({done} finished)");

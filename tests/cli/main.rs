@@ -26,6 +26,7 @@ mod push_all;
 mod registry;
 mod release;
 mod sign;
+mod signals;
 mod support_registry;
 mod token_auth;
 mod validate;

@@ -399,24 +399,24 @@ pub fn build_on_base(
         }
     };
     opship_core::image::layout::check_tag(tag).map_err(image_err)?;
-    let mut out_index = out_layout.index().map_err(image_err)?;
     let mut tagged = result.clone();
     tagged
         .annotations
         .insert(oci::annotation::REF_NAME.into(), tag.into());
-    match out_index.manifests.iter_mut().find(|d| {
-        d.annotations
-            .get(oci::annotation::REF_NAME)
-            .map(String::as_str)
-            == Some(tag)
-    }) {
-        Some(slot) => *slot = tagged,
-        None => out_index.manifests.push(tagged),
-    }
-    opship_core::image::layout::write_atomic(
-        &out.join("index.json"),
-        &oci::to_json(&out_index).map_err(image_err)?,
-    )
-    .map_err(image_err)?;
+    // Under the layout's index lock, like every other writer of `index.json`.
+    out_layout
+        .update_index(|out_index| {
+            match out_index.manifests.iter_mut().find(|d| {
+                d.annotations
+                    .get(oci::annotation::REF_NAME)
+                    .map(String::as_str)
+                    == Some(tag)
+            }) {
+                Some(slot) => *slot = tagged,
+                None => out_index.manifests.push(tagged),
+            }
+            Ok(())
+        })
+        .map_err(image_err)?;
     Ok(result)
 }

@@ -145,9 +145,11 @@ fn channels<'a>(cat: &'a Catalog, opts: &GraphOptions) -> Vec<&'a Channel> {
     chs
 }
 
+/// The catalog's bundle versions, computed once per graph (not once per skipRange).
+type Versions = std::collections::BTreeMap<(String, String), semver::Version>;
+
 /// Entries of `ch` whose version lies in `range` (skipRange edges start there).
-fn in_range<'a>(cat: &Catalog, ch: &'a Channel, range: &str) -> Vec<&'a str> {
-    let versions = cat.versions();
+fn in_range<'a>(versions: &Versions, ch: &'a Channel, range: &str) -> Vec<&'a str> {
     let Ok(r) = opship_core::semver_range::parse(range) else {
         tracing::warn!(
             "ignoring invalid skipRange {range:?} in package {:?}",
@@ -231,7 +233,7 @@ pub fn mermaid(cat: &Catalog, opts: &GraphOptions) -> crate::Result<String> {
                 ));
             }
             if !e.skip_range.is_empty() {
-                for from in in_range(cat, ch, &e.skip_range) {
+                for from in in_range(&versions, ch, &e.skip_range) {
                     b.push_str(&format!(
                         "      {channel_id}-{from}[{}]-- \"skipRange({})\" --> {entry_id}[{}]\n",
                         q(from),
@@ -268,6 +270,7 @@ pub fn mermaid(cat: &Catalog, opts: &GraphOptions) -> crate::Result<String> {
 /// Graphviz dot: one cluster per channel, edges labelled like the mermaid ones.
 pub fn dot(cat: &Catalog, opts: &GraphOptions) -> crate::Result<String> {
     let chans = filtered_channels(cat, opts)?;
+    let versions = cat.versions();
     let dep = deprecated(cat);
     let mut out = String::from("digraph catalog {\n  rankdir=LR;\n  node [shape=box];\n");
     for ch in &chans {
@@ -321,7 +324,7 @@ pub fn dot(cat: &Catalog, opts: &GraphOptions) -> crate::Result<String> {
                 edge(s, "skip".into(), ", style=dashed");
             }
             if !e.skip_range.is_empty() {
-                for from in in_range(cat, ch, &e.skip_range) {
+                for from in in_range(&versions, ch, &e.skip_range) {
                     edge(
                         from,
                         format!("skipRange({})", e.skip_range),

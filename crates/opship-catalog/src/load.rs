@@ -287,6 +287,7 @@ fn raw_blobs(text: &str, path: &Path) -> Result<Vec<(Value, Origin, bool)>> {
     let file: Arc<Path> = Arc::from(path);
     if text.trim_start().starts_with('{') {
         let mut out = Vec::new();
+        let mut lines = LineCounter::default();
         let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
         loop {
             let start = stream.byte_offset();
@@ -298,7 +299,7 @@ fn raw_blobs(text: &str, path: &Path) -> Result<Vec<(Value, Origin, bool)>> {
                     let escaped = ["\\u003c", "\\u003e", "\\u0026"]
                         .iter()
                         .any(|e| raw.contains(e));
-                    out.push((v, origin_at(&file, text, start + skipped), escaped));
+                    out.push((v, lines.origin(&file, text, start + skipped), escaped));
                 }
                 Some(Err(e)) => {
                     return Err(Error::parse(
@@ -327,16 +328,31 @@ fn raw_blobs(text: &str, path: &Path) -> Result<Vec<(Value, Origin, bool)>> {
     }
 }
 
-fn origin_at(file: &Arc<Path>, text: &str, offset: usize) -> Origin {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-    Origin {
-        file: file.clone(),
-        pos: Pos {
-            line: u32::try_from(line).unwrap_or(u32::MAX),
-            col: u32::try_from(col).unwrap_or(u32::MAX),
-        },
+/// Line numbers of increasing offsets into one text, counted from the previous offset: the
+/// documents of a stream are positioned in one pass over it, not one pass each (a
+/// 50,000-bundle catalog).
+#[derive(Default)]
+struct LineCounter {
+    offset: usize,
+    line: usize,
+}
+
+impl LineCounter {
+    fn origin(&mut self, file: &Arc<Path>, text: &str, offset: usize) -> Origin {
+        let offset = offset.min(text.len());
+        if offset < self.offset {
+            *self = Self::default();
+        }
+        self.line += memchr::memchr_iter(b'\n', &text.as_bytes()[self.offset..offset]).count();
+        self.offset = offset;
+        let line_start = memchr::memrchr(b'\n', &text.as_bytes()[..offset]).map_or(0, |i| i + 1);
+        Origin {
+            file: file.clone(),
+            pos: Pos {
+                line: u32::try_from(self.line + 1).unwrap_or(u32::MAX),
+                col: u32::try_from(offset - line_start + 1).unwrap_or(u32::MAX),
+            },
+        }
     }
 }
 
@@ -351,6 +367,17 @@ mod tests {
         std::os::unix::fs::symlink(dir.path(), dir.path().join("pkg/loop")).unwrap();
         let err = load_dir(dir.path()).unwrap_err().to_string();
         assert!(err.contains("symbolic link to a directory"), "{err}");
+    }
+
+    #[test]
+    fn documents_of_a_json_stream_keep_their_line_and_column() {
+        let text = "{\"a\": 1}\n\n  {\"b\":\n 2} {\"c\": 3}\n{\"d\": \"x\\ny\"}\n";
+        let pos: Vec<(u32, u32)> = blobs(text, Path::new("c.json"))
+            .unwrap()
+            .iter()
+            .map(|(_, o)| (o.pos.line, o.pos.col))
+            .collect();
+        assert_eq!(pos, [(1, 1), (3, 3), (4, 5), (5, 1)]);
     }
 
     #[test]

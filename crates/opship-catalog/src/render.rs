@@ -501,7 +501,8 @@ pub fn render_image(
         })?;
     let labels = &img.config.config.labels;
     if let Some(configs) = labels.get(CONFIGS_LABEL) {
-        let tmp = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))?;
+        let tmp = opship_core::fsutil::temp_dir(".opship-render-")
+            .map_err(|e| Error::io(std::env::temp_dir(), e))?;
         let mut un =
             unpack::DirUnpacker::new(tmp.path(), unpack::Limits::default()).map_err(|e| {
                 Error::Render {

@@ -230,12 +230,15 @@ struct Running {
     child: std::process::Child,
     /// The child's process group id (its pid: it leads a group of its own).
     pgid: Option<rustix::process::Pid>,
+    /// Registered with the signal handler while the group may be alive: an interrupted
+    /// opship kills it on the way out.
+    group: Option<crate::cleanup::ChildGuard>,
     reaped: bool,
 }
 
 impl Running {
     /// Spawns `cmd` as the leader of a new process group, stdout and stderr piped, stdin null
-    /// or piped. Signal handling registers `pgid` here.
+    /// or piped. The group is registered with [`crate::cleanup`] here.
     fn spawn(cmd: &mut Command, piped_stdin: bool, shown: &str) -> Result<Running> {
         cmd.process_group(0)
             .stdin(if piped_stdin {
@@ -251,15 +254,17 @@ impl Running {
         let pgid = i32::try_from(child.id())
             .ok()
             .and_then(rustix::process::Pid::from_raw);
+        let group = Some(crate::cleanup::register_child(child.id()));
         Ok(Running {
             child,
             pgid,
+            group,
             reaped: false,
         })
     }
 
-    /// Kills what is left of the group and waits for the direct child. Signal handling
-    /// unregisters `pgid` here.
+    /// Kills what is left of the group and waits for the direct child, then unregisters the
+    /// group.
     fn reap(&mut self) {
         if self.reaped {
             return;
@@ -271,6 +276,7 @@ impl Running {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+        self.group = None;
     }
 }
 

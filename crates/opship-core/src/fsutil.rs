@@ -1,10 +1,26 @@
-//! File writes that never leave a half-written file behind: write a temporary file next to
-//! the target, then rename it into place.
+//! File writes that never leave a half-written file behind (a temporary file next to the
+//! target, then a rename), and the temporaries themselves: every one is named `.…opship-…`,
+//! registered with [`crate::cleanup`] so a signal removes it, and holds a file lock while it
+//! lives, so a later run can tell the leftovers of a killed run (unlocked) from another run's
+//! work in progress (locked) and [`sweep`] them.
 
+use std::collections::BTreeSet;
+use std::fs::File;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
+use crate::cleanup::{self, PathGuard};
 use crate::error::{Error, Result};
+
+/// The part every temporary's name has (`.opship-…`, `.<name>.opship-…`).
+pub const TEMP_MARK: &str = ".opship-";
+
+/// Whether `name` is a temporary opship makes (a hidden name with `.opship-` in it). Readers
+/// of directories skip these; [`sweep`] removes those no live run holds.
+pub fn is_temporary(name: &str) -> bool {
+    name.starts_with('.') && name.contains(TEMP_MARK)
+}
 
 /// Replaces `path` with `bytes` atomically.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -17,33 +33,281 @@ pub fn write_atomic_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<()
     write(path, bytes, Some(mode))
 }
 
-fn write(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
-    let parent = match path.parent() {
+fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
-    };
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".opship-");
+    }
+}
+
+fn write(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
+    let parent = parent_of(path);
+    sweep_once(parent);
+    let mut tmp = temp_file_in(parent, TEMP_MARK, mode).map_err(|e| Error::io(path, e))?;
+    tmp.file.write_all(bytes).map_err(|e| Error::io(path, e))?;
+    tmp.file
+        .as_file()
+        .sync_all()
+        .map_err(|e| Error::io(path, e))?;
+    tmp.persist(path).map_err(|e| Error::io(path, e))?;
+    Ok(())
+}
+
+/// A temporary file: locked, registered for removal on a signal, removed when dropped unless
+/// persisted.
+#[derive(Debug)]
+pub struct TempFile {
+    file: tempfile::NamedTempFile,
+    _guard: PathGuard,
+}
+
+impl TempFile {
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    /// The open file.
+    pub fn as_file(&self) -> &File {
+        self.file.as_file()
+    }
+
+    /// Renames it to `to` (replacing what is there).
+    pub fn persist(self, to: &Path) -> std::io::Result<()> {
+        cleanup::commit(|| self.file.persist(to)).map_err(|e| e.error)?;
+        Ok(())
+    }
+}
+
+impl Write for TempFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// Whether `path` still names the file or directory `held` is open on: [`sweep`] may have
+/// removed it between its creation and its lock.
+fn still_there(path: &Path, held: &File) -> bool {
     #[cfg(unix)]
-    if let Some(mode) = mode {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(mode));
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::symlink_metadata(path), held.metadata()) {
+            (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+            _ => false,
+        }
     }
     #[cfg(not(unix))]
-    let _ = mode;
-    let mut tmp = builder
-        .tempfile_in(parent)
-        .map_err(|e| Error::io(path, e))?;
-    // The mode given at creation is narrowed by the umask; the caller asked for exactly this.
-    #[cfg(unix)]
-    if let Some(mode) = mode {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(mode))
-            .map_err(|e| Error::io(path, e))?;
+    {
+        let _ = held;
+        path.exists()
     }
-    tmp.write_all(bytes).map_err(|e| Error::io(path, e))?;
-    tmp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
-    Ok(())
+}
+
+/// Creates a temporary file in `dir` whose name starts with `prefix` (which must hold
+/// `.opship-`), with permission bits `mode` exactly (whatever the umask).
+pub fn temp_file_in(dir: &Path, prefix: &str, mode: Option<u32>) -> std::io::Result<TempFile> {
+    debug_assert!(is_temporary(prefix), "{prefix}");
+    loop {
+        let (file, guard) = cleanup::create_registered(
+            || {
+                let mut builder = tempfile::Builder::new();
+                builder.prefix(prefix);
+                #[cfg(unix)]
+                if let Some(mode) = mode {
+                    use std::os::unix::fs::PermissionsExt;
+                    builder.permissions(std::fs::Permissions::from_mode(mode));
+                }
+                builder.tempfile_in(dir)
+            },
+            |f| f.path(),
+        )?;
+        file.as_file().lock()?;
+        if !still_there(file.path(), file.as_file()) {
+            continue;
+        }
+        #[cfg(unix)]
+        if let Some(mode) = mode {
+            use std::os::unix::fs::PermissionsExt;
+            file.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(mode))?;
+        }
+        #[cfg(not(unix))]
+        let _ = mode;
+        return Ok(TempFile {
+            file,
+            _guard: guard,
+        });
+    }
+}
+
+/// A temporary directory: locked, registered for removal on a signal, removed with its
+/// content when dropped unless kept.
+#[derive(Debug)]
+pub struct TempDir {
+    dir: Option<tempfile::TempDir>,
+    _lock: File,
+    _guard: PathGuard,
+}
+
+impl TempDir {
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        self.dir.as_ref().map_or(Path::new(""), |d| d.path())
+    }
+
+    /// Leaves the directory where it is (it has been renamed into place).
+    pub fn keep(mut self) -> PathBuf {
+        self.dir.take().map(|d| d.keep()).unwrap_or_default()
+    }
+}
+
+/// Creates a temporary directory in `parent` whose name starts with `prefix` (which must hold
+/// `.opship-`). Leftovers of killed runs in `parent` are removed first (once per process).
+pub fn temp_dir_in(parent: &Path, prefix: &str) -> std::io::Result<TempDir> {
+    debug_assert!(is_temporary(prefix), "{prefix}");
+    sweep_once(parent);
+    loop {
+        let (dir, guard) = cleanup::create_registered(
+            || tempfile::Builder::new().prefix(prefix).tempdir_in(parent),
+            |d| d.path(),
+        )?;
+        let Ok(lock) = File::open(dir.path()) else {
+            continue;
+        };
+        lock.lock()?;
+        if !still_there(dir.path(), &lock) {
+            let _ = dir.keep();
+            continue;
+        }
+        return Ok(TempDir {
+            dir: Some(dir),
+            _lock: lock,
+            _guard: guard,
+        });
+    }
+}
+
+/// A temporary directory in the system's temporary directory (`TMPDIR`, else `/tmp`).
+pub fn temp_dir(prefix: &str) -> std::io::Result<TempDir> {
+    temp_dir_in(&std::env::temp_dir(), prefix)
+}
+
+/// Removes the temporaries in `dir` that no live run holds (what a SIGKILL or a power cut
+/// left), returning how many. Only regular files and directories with a temporary's name
+/// that belong to this user are considered; a missing `dir` has none.
+pub fn sweep(dir: &Path) -> Result<usize> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    let mut removed = 0;
+    for e in entries {
+        let e = e.map_err(|e| Error::io(dir, e))?;
+        if !is_temporary(&e.file_name().to_string_lossy()) {
+            continue;
+        }
+        let path = e.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            if meta.uid() != own_uid() {
+                continue;
+            }
+        }
+        if !(meta.is_file() || meta.is_dir()) {
+            continue;
+        }
+        let Ok(held) = File::open(&path) else {
+            continue;
+        };
+        if held.try_lock().is_err() || !still_there(&path, &held) {
+            continue; // a live run's, or gone meanwhile
+        }
+        tracing::info!("removing {} left by an interrupted run", path.display());
+        let r = if meta.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        match r {
+            Ok(()) => removed += 1,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(err) => return Err(Error::io(&path, err)),
+        }
+    }
+    Ok(removed)
+}
+
+#[cfg(unix)]
+fn own_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    // `/proc/self` belongs to the process's effective uid, the owner of the files it creates
+    // (`unsafe_code = "forbid"` rules out calling `geteuid` directly).
+    std::fs::metadata("/proc/self").map_or(u32::MAX, |m| m.uid())
+}
+
+/// [`sweep`] of `dir`, at most once per process; failures are logged, not fatal (a leftover
+/// is never read as content, it only takes space).
+pub fn sweep_once(dir: &Path) {
+    static SWEPT: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+    let key = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if !SWEPT.lock().unwrap_or_else(|e| e.into_inner()).insert(key) {
+        return;
+    }
+    if let Err(e) = sweep(dir) {
+        tracing::warn!("{e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweep_removes_unlocked_temporaries_only() {
+        let d = tempfile::tempdir().unwrap();
+        // Live ones of this process, held by their locks (made first: `temp_dir_in` sweeps).
+        let live_file = temp_file_in(d.path(), ".opship-", Some(0o600)).unwrap();
+        let live_dir = temp_dir_in(d.path(), ".opship-stage-").unwrap();
+        // What killed runs left: a file and a directory with content.
+        std::fs::write(d.path().join(".opship-dead"), "x").unwrap();
+        std::fs::create_dir_all(d.path().join(".opship-stage-dead/bundle")).unwrap();
+        std::fs::write(d.path().join(".opship-stage-dead/bundle/f"), "x").unwrap();
+        std::fs::write(d.path().join("keep.yaml"), "x").unwrap();
+        std::fs::write(d.path().join(".hidden"), "x").unwrap();
+        assert_eq!(sweep(d.path()).unwrap(), 2);
+        let mut names: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names.len(), 4, "{names:?}");
+        assert!(live_file.path().exists() && live_dir.path().exists());
+        assert!(names.contains(&"keep.yaml".to_owned()) && names.contains(&".hidden".to_owned()));
+        drop((live_file, live_dir));
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn atomic_write_gives_the_mode_and_leaves_no_temporary() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("secret");
+        write_atomic_with_mode(&f, b"pw\n", 0o600).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600);
+        }
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+        assert!(is_temporary(".opship-x") && is_temporary(".abc.opship-new-1"));
+        assert!(!is_temporary("opship-x") && !is_temporary(".gitignore"));
+    }
 }

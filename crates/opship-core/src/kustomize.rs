@@ -263,7 +263,7 @@ const COPY_BUDGET: u64 = 64 * 1024 * 1024;
 /// A temporary copy of the directory tree holding every kustomization a build reaches and
 /// every edited directory, so `kustomize edit` never touches the project.
 struct Copy {
-    _tmp: tempfile::TempDir,
+    _tmp: crate::fsutil::TempDir,
     /// The copied directory (canonical) and where it is in the copy.
     from: PathBuf,
     to: PathBuf,
@@ -297,9 +297,8 @@ impl Copy {
                 dir.display()
             )));
         }
-        let tmp = tempfile::Builder::new()
-            .prefix("opship-kustomize-")
-            .tempdir()
+        // A registered temporary: removed on SIGINT/SIGTERM, swept after a SIGKILL.
+        let tmp = crate::fsutil::temp_dir(".opship-kustomize-")
             .map_err(|e| Error::io(std::env::temp_dir(), e))?;
         let to = canon(tmp.path())?.join(root.file_name().unwrap_or_else(|| "root".as_ref()));
         let mut left = COPY_BUDGET;

@@ -4,6 +4,7 @@
 
 pub mod bundle;
 pub mod child;
+pub mod cleanup;
 pub mod config;
 pub mod error;
 pub mod fsutil;

@@ -45,8 +45,8 @@ fn temp_prefix(base: &str) -> String {
 /// (this version's `.<base>.opship-…` and the older `.<base>.new-…`/`.<base>.old-…`); readers
 /// of directory trees skip these.
 pub fn is_leftover(name: &str) -> bool {
-    name.starts_with('.')
-        && (name.contains(".opship-") || name.contains(".new-") || name.contains(".old-"))
+    crate::fsutil::is_temporary(name)
+        || (name.starts_with('.') && (name.contains(".new-") || name.contains(".old-")))
 }
 
 /// Checks that `dir` may be replaced by `files` of kind `target`, without writing anything.
@@ -164,13 +164,19 @@ pub fn replace_dir(dir: &Path, files: &Files, target: Target, overwrite: Overwri
         .map(|n| n.to_string_lossy().into_owned())
         .ok_or_else(|| Error::Input(format!("{}: not a directory name", dir.display())))?;
     // Two opship runs writing next to each other must not remove each other's temporaries.
+    // A parent that is itself a temporary (a release's staging directory) is this run's own,
+    // and already locked by it through `fsutil::TempDir`: a second lock there would wait for
+    // ourselves.
+    let private = parent
+        .file_name()
+        .is_some_and(|n| crate::fsutil::is_temporary(&n.to_string_lossy()));
     let lock = File::open(&parent).map_err(|e| Error::io(&parent, e))?;
-    lock.lock().map_err(|e| Error::io(&parent, e))?;
+    if !private {
+        lock.lock().map_err(|e| Error::io(&parent, e))?;
+    }
     remove_leftovers(&parent, &base)?;
 
-    let tmp = tempfile::Builder::new()
-        .prefix(&format!("{}new-", temp_prefix(&base)))
-        .tempdir_in(&parent)
+    let tmp = crate::fsutil::temp_dir_in(&parent, &format!("{}new-", temp_prefix(&base)))
         .map_err(|e| Error::io(&parent, e))?;
     for (rel, bytes) in files {
         let path = tmp.path().join(rel);
@@ -186,18 +192,22 @@ pub fn replace_dir(dir: &Path, files: &Files, target: Target, overwrite: Overwri
         std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755))
             .map_err(|e| Error::io(tmp.path(), e))?;
     }
-    match std::fs::symlink_metadata(dir) {
-        Ok(m) if m.is_dir() => exchange(tmp.path(), dir)?,
+    // Not while a signal is handled: the handler may be removing `tmp`.
+    let renamed = crate::cleanup::commit(|| match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => exchange(tmp.path(), dir).map(|()| false),
         Ok(_) => {
             // A file, replaced under --force.
             std::fs::remove_file(dir).map_err(|e| Error::io(dir, e))?;
             std::fs::rename(tmp.path(), dir).map_err(|e| Error::io(dir, e))?;
-            let _ = tmp.keep();
+            Ok(true)
         }
         Err(_) => {
             std::fs::rename(tmp.path(), dir).map_err(|e| Error::io(dir, e))?;
-            let _ = tmp.keep();
+            Ok(true)
         }
+    })?;
+    if renamed {
+        let _ = tmp.keep();
     }
     // After an exchange `tmp` holds the previous content and is removed when dropped.
     Ok(())

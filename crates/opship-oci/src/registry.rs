@@ -601,14 +601,8 @@ impl Registry {
                 source,
                 desc,
                 || {
-                    let mut builder = tempfile::Builder::new();
-                    builder.prefix(&prefix);
-                    #[cfg(unix)]
-                    {
-                        use std::os::unix::fs::PermissionsExt;
-                        builder.permissions(std::fs::Permissions::from_mode(0o644));
-                    }
-                    builder.tempfile_in(&dir).map_err(|e| Error::io(&dir, e))
+                    opship_core::fsutil::temp_file_in(&dir, &prefix, Some(0o644))
+                        .map_err(|e| Error::io(&dir, e))
                 },
                 |file, chunk| {
                     use std::io::Write;
@@ -621,7 +615,7 @@ impl Registry {
         file.as_file()
             .sync_all()
             .map_err(|e| Error::io(file.path(), e))?;
-        file.persist(&path).map_err(|e| Error::io(&path, e.error))?;
+        file.persist(&path).map_err(|e| Error::io(&path, e))?;
         Ok(true)
     }
 

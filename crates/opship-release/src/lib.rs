@@ -73,6 +73,9 @@ pub struct Keyless {
     pub options: opship_oci::cosign::keyless::Options,
     /// The signature format; `None`: the image's existing one, else cosign 3's bundles.
     pub format: Option<opship_oci::cosign::signing::Format>,
+    /// `--trusted-root`: what the release's checks verify keyless signatures against (default:
+    /// `trusted_root.json` beside the signing config, else the public-good root).
+    pub trusted_root: Option<std::path::PathBuf>,
 }
 
 /// How a release ended when it did not fail.

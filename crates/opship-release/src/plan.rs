@@ -92,6 +92,9 @@ pub struct KeylessPlan {
     pub options: opship_oci::cosign::keyless::Options,
     /// The signature format asked for.
     pub format: Option<opship_oci::cosign::signing::Format>,
+    /// The trusted root the checks verify keyless signatures against: `--trusted-root`, else
+    /// `trusted_root.json` beside the signing config; `None`: the public-good root.
+    pub trusted_root: Option<PathBuf>,
 }
 
 impl KeylessPlan {
@@ -101,18 +104,27 @@ impl KeylessPlan {
     fn of(options: &crate::Options<'_>, configured: bool, registry: bool) -> Result<Option<Self>> {
         // A token in the environment is ambient (every CI job with `id-token: write` has
         // one); `--identity-token` is asked for, so a release that cannot use it says why.
-        if options.keyless.options.identity_token.is_some() && (configured || !registry) {
-            return Err(Error::Config(
-                if configured {
-                    "--identity-token is for keyless signing, but a signing key is configured \
-                     (--key or `signing:`): use one or the other"
-                } else {
-                    "--identity-token is for keyless signing, which needs a registry \
-                     (--registry or `registry:`): a release into the OCI layout only signs \
-                     with a key"
-                }
-                .into(),
-            ));
+        let asked = if options.keyless.options.identity_token.is_some() {
+            Some("--identity-token")
+        } else if options.keyless.trusted_root.is_some() {
+            Some("--trusted-root")
+        } else {
+            None
+        };
+        if let Some(flag) = asked
+            && (configured || !registry)
+        {
+            return Err(Error::Config(if configured {
+                format!(
+                    "{flag} is for keyless signing, but a signing key is configured (--key or \
+                     `signing:`): use one or the other"
+                )
+            } else {
+                format!(
+                    "{flag} is for keyless signing, which needs a registry (--registry or \
+                     `registry:`): a release into the OCI layout only signs with a key"
+                )
+            }));
         }
         let k = &options.keyless.options;
         let flag = k.identity_token.as_deref();
@@ -132,6 +144,17 @@ impl KeylessPlan {
             signing_config: k.overrides.signing_config.clone(),
             options: k.clone(),
             format: options.keyless.format,
+            // A signing config for other services than the public-good instance comes with
+            // their root: cosign 3's TUF targets and the Sigstore stacks keep the two side by
+            // side, as `trusted_root.json`.
+            trusted_root: options.keyless.trusted_root.clone().or_else(|| {
+                k.overrides
+                    .signing_config
+                    .as_ref()
+                    .and_then(|c| c.parent())
+                    .map(|d| d.join("trusted_root.json"))
+                    .filter(|p| p.is_file())
+            }),
         }))
     }
 }

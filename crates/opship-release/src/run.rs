@@ -88,6 +88,31 @@ pub(crate) fn release(
     mut options: Options<'_>,
     on_event: &mut dyn FnMut(&Event<'_>),
 ) -> Result<Outcome> {
+    // One release at a time per project: a second one (of the same version or another) waits
+    // here, then finds the first one's steps done and joins its result.
+    let _lock = if plan.dry_run {
+        None
+    } else {
+        Some(lock_project(&plan, on_event)?)
+    };
+    if !plan.dry_run {
+        // What killed runs left in the directories a release writes (SIGKILL cannot be
+        // handled; SIGINT/SIGTERM are, by `opship_core::cleanup`).
+        let mut dirs = plan.written_roots();
+        dirs.push(plan.layout.join("blobs/sha256"));
+        dirs.push(std::env::temp_dir());
+        if let Some(p) = plan.bundle_dir.parent() {
+            dirs.push(p.to_path_buf());
+        }
+        for d in [&plan.key.key, &plan.key.public] {
+            if let Some(p) = d.parent() {
+                dirs.push(p.to_path_buf());
+            }
+        }
+        for d in &dirs {
+            opship_core::fsutil::sweep_once(d);
+        }
+    }
     let signer = Signer::new(
         plan.key.clone(),
         options.password.take(),
@@ -185,6 +210,23 @@ pub(crate) fn release(
     summary.files_changed = changed;
     summary.steps = std::mem::take(&mut r.plan.steps);
     Ok(Outcome::Released(Box::new(summary)))
+}
+
+/// The project's release lock: an exclusive lock on its `.opship/` directory (created when
+/// missing; a lock on a directory leaves no file behind), held until the release ends.
+fn lock_project(plan: &Plan, on_event: &mut dyn FnMut(&Event<'_>)) -> Result<std::fs::File> {
+    let dir = plan.project.resolve(Path::new(".opship"));
+    std::fs::create_dir_all(&dir)?;
+    let lock = std::fs::File::open(&dir)?;
+    if lock.try_lock().is_err() {
+        let note = format!(
+            "another release of this project is running ({} is locked); waiting for it",
+            s(&dir)
+        );
+        on_event(&Event::Note(&note));
+        lock.lock()?;
+    }
+    Ok(lock)
 }
 
 /// The one registry client of the release (credentials looked up once).
@@ -354,7 +396,9 @@ impl Runner<'_> {
             tokio::join!(verified, attested)
         });
         match verified.map_err(Self::check_err(&id))? {
-            Some(true) => sign.state = State::Done("a signature by this key verifies".into()),
+            Some(true) => {
+                sign.state = State::Done(format!("a signature by {} verifies", self.signer.by()))
+            }
             None if self.plan.dry_run => sign.state = State::AfterEarlier,
             _ => {}
         }
@@ -362,8 +406,10 @@ impl Runner<'_> {
         if let (Some(a), Some(attested)) = (&mut attest, attested) {
             match attested? {
                 Some(true) => {
-                    a.step.state =
-                        State::Done("an attestation of this provenance by this key verifies".into())
+                    a.step.state = State::Done(format!(
+                        "an attestation of this provenance by {} verifies",
+                        self.signer.by()
+                    ))
                 }
                 None if self.plan.dry_run => a.step.state = State::AfterEarlier,
                 _ => {}

@@ -4,7 +4,9 @@
 //! the signing itself, in the layout or in the registry; the same for SLSA provenance
 //! attestations (registry only: the attestation library writes to registries). Without a
 //! configured key and with an identity token, the same steps sign keylessly: one Fulcio
-//! certificate for the release, a log entry and timestamp per signature.
+//! certificate for the release, a log entry and timestamp per signature; their checks then
+//! look for a keyless signature by the session's identity and issuer that verifies against
+//! the trusted root.
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
@@ -16,13 +18,22 @@ use opship_oci::cosign::attestation::{self, Format};
 use opship_oci::cosign::keyless::Session;
 use opship_oci::cosign::provenance::{PREDICATE_TYPE, Provenance};
 use opship_oci::cosign::signing::{self, SignReport};
-use opship_oci::cosign::verification::{self, Identity, Policy};
+use opship_oci::cosign::sigstore::{IdentityPolicy, Matcher, TrustedRoot};
+use opship_oci::cosign::verification::{self, Identity, Policy, Verifier};
 use opship_oci::cosign::{EncryptedKey, PrivateKey, PublicKey};
 use opship_oci::registry::parse_reference;
 use zeroize::Zeroizing;
 
 use crate::plan::{KeyPlan, KeylessPlan, s};
 use crate::step::{Location, Subject};
+
+/// `.opship/.gitignore`: the key, its password, and the temporaries a run killed while writing
+/// them leaves (`.opship-…`, mode 0600 for the password's).
+pub(crate) const GITIGNORE: &str = "# The release signing key: never commit the private key or its password,\n\
+# nor the temporaries of an interrupted run.\ncosign.key\ncosign.password\n.opship-*\n";
+
+/// What opship wrote there before temporaries were listed.
+const OLD_GITIGNORE: &str = "# The release signing key: never commit the private key or its password.\ncosign.key\ncosign.password\n";
 
 /// The release key.
 pub(crate) struct Signer {
@@ -41,6 +52,8 @@ pub(crate) struct Signer {
     preview: OnceCell<(String, String)>,
     /// Where each keyless signature went, by the digest signed.
     keyless_signed: RefCell<BTreeMap<String, String>>,
+    /// The keyless checks' trusted root, read once.
+    root: OnceCell<TrustedRoot>,
 }
 
 impl Signer {
@@ -59,6 +72,7 @@ impl Signer {
             session: OnceCell::new(),
             preview: OnceCell::new(),
             keyless_signed: RefCell::new(BTreeMap::new()),
+            root: OnceCell::new(),
         }
     }
 
@@ -114,6 +128,48 @@ impl Signer {
             .unwrap_or_else(|| token.claims.subject.clone());
         let _ = self.preview.set((identity, token.claims.issuer.clone()));
         Ok(())
+    }
+
+    /// Who the checks want a signature by: `this key`, or the keyless identity and issuer.
+    pub(crate) fn by(&self) -> String {
+        match self.keyless_identity() {
+            Some((identity, issuer)) => format!("{identity} (issuer {issuer})"),
+            None => "this key".to_owned(),
+        }
+    }
+
+    /// The keyless checks' verifier: a certificate for the session's identity from its
+    /// issuer (before the session, the token's), chained to the trusted root, with the log
+    /// and timestamp checks on. `None` with a key.
+    async fn keyless_verifier(&self) -> Result<Option<Verifier>, String> {
+        let Some(k) = &self.keyless else {
+            return Ok(None);
+        };
+        if self.keyless_identity().is_none() {
+            self.preview().await?;
+        }
+        let (identity, issuer) = self
+            .keyless_identity()
+            .ok_or("the identity token names no identity")?;
+        let root = match self.root.get() {
+            Some(r) => r,
+            None => {
+                let r = match &k.trusted_root {
+                    Some(p) => TrustedRoot::read(p).map_err(|e| e.to_string())?,
+                    None => TrustedRoot::public_good(),
+                };
+                self.root.get_or_init(|| r)
+            }
+        };
+        Ok(Some(Verifier::Keyless(Box::new(verification::Keyless {
+            policy: IdentityPolicy {
+                subject: Some(Matcher::Exact(identity.to_owned())),
+                issuer: Some(Matcher::Exact(issuer.to_owned())),
+                claims: Vec::new(),
+            },
+            root: root.clone(),
+            options: opship_oci::cosign::sigstore::Options::default(),
+        }))))
     }
 
     /// Where the keyless signature of `digest` went, when this release made one.
@@ -198,13 +254,13 @@ impl Signer {
         if let Some(dir) = pw_file.parent() {
             std::fs::create_dir_all(dir).map_err(|e| io(&e))?;
             let ignore = dir.join(".gitignore");
-            if !ignore.exists() {
-                opship_core::fsutil::write_atomic_with_mode(
-                    &ignore,
-                    b"# The release signing key: never commit the private key or its password.\ncosign.key\ncosign.password\n",
-                    0o644,
-                )
-                .map_err(|e| io(&e))?;
+            // The one an older opship wrote lacks the temporaries: it is brought up to date;
+            // a user's own is left alone.
+            if !ignore.exists()
+                || std::fs::read(&ignore).is_ok_and(|b| b == OLD_GITIGNORE.as_bytes())
+            {
+                opship_core::fsutil::write_atomic_with_mode(&ignore, GITIGNORE.as_bytes(), 0o644)
+                    .map_err(|e| io(&e))?;
             }
         }
         if !pw_file.exists() {
@@ -253,16 +309,20 @@ impl Signer {
         Ok(())
     }
 
-    /// Whether a signature by the release key for the subject's identity verifies: `None`
-    /// when that cannot be known yet (no public key, or the image is not there). `pushed`: the
-    /// release has just pushed the image, so it is not looked up first.
+    /// Whether a signature by the release key (keyless: by the session's identity and
+    /// issuer) for the subject's identity verifies: `None` when that cannot be known yet (no
+    /// public key, or the image is not there). `pushed`: the release has just pushed the
+    /// image, so it is not looked up first.
     pub(crate) async fn verified(
         &self,
         client: Option<&Registry>,
         subject: &Subject,
         pushed: bool,
     ) -> Result<Option<bool>, String> {
-        verified(client, self.public()?, subject, pushed).await
+        match self.keyless_verifier().await? {
+            Some(v) => verified_with(client, &v, subject, pushed).await,
+            None => verified(client, self.public()?, subject, pushed).await,
+        }
     }
 
     /// Signs the subject with `release=<version>`; the signature goes next to the image (the
@@ -327,9 +387,9 @@ impl Signer {
             .unwrap_or(signing::Format::Cosign3))
     }
 
-    /// Whether an attestation by the release key of exactly this provenance (the same
-    /// statement) for the subject verifies: `None` when that cannot be known yet (`pushed` as
-    /// for [`Signer::verified`]).
+    /// Whether an attestation by the release key (keyless: by the session's identity and
+    /// issuer) of exactly this provenance (the same statement) for the subject verifies:
+    /// `None` when that cannot be known yet (`pushed` as for [`Signer::verified`]).
     pub(crate) async fn attested(
         &self,
         client: &Registry,
@@ -337,8 +397,12 @@ impl Signer {
         provenance: &Provenance,
         pushed: bool,
     ) -> Result<Option<bool>, String> {
-        let Some(key) = self.public()? else {
-            return Ok(None);
+        let verifier = match self.keyless_verifier().await? {
+            Some(v) => v,
+            None => match self.public()? {
+                Some(key) => Verifier::Key(key.clone()),
+                None => return Ok(None),
+            },
         };
         let reference = registry_reference(subject)?;
         if !pushed
@@ -358,7 +422,7 @@ impl Signer {
             &provenance.predicate(),
         ))
         .map_err(|e| e.to_string())?;
-        let report = attestation::verify(client, &reference, key, Some(PREDICATE_TYPE))
+        let report = attestation::verify_with(client, &reference, &verifier, Some(PREDICATE_TYPE))
             .await
             .map_err(|e| e.to_string())?;
         Ok(Some(report.checked.iter().any(|c| {
@@ -444,9 +508,19 @@ pub(crate) async fn verified(
     subject: &Subject,
     pushed: bool,
 ) -> Result<Option<bool>, String> {
-    let Some(key) = key else {
-        return Ok(None);
-    };
+    match key {
+        Some(key) => verified_with(client, &Verifier::Key(key.clone()), subject, pushed).await,
+        None => Ok(None),
+    }
+}
+
+/// [`verified`] with a key or keylessly.
+async fn verified_with(
+    client: Option<&Registry>,
+    verifier: &Verifier,
+    subject: &Subject,
+    pushed: bool,
+) -> Result<Option<bool>, String> {
     let policy = Policy {
         identity: Identity::Repository(subject.identity.clone()),
         annotations: BTreeMap::new(),
@@ -456,7 +530,8 @@ pub(crate) async fn verified(
             if crate::check::layout_digest(dir, tag).as_deref() != Some(subject.digest.as_str()) {
                 return Ok(None);
             }
-            verification::verify_layout(dir, tag, key, &policy).map_err(|e| e.to_string())?
+            verification::verify_layout_with(dir, tag, verifier, &policy)
+                .map_err(|e| e.to_string())?
         }
         (Location::Registry { repository }, Some(client)) => {
             let reference = parse_reference(&format!("{repository}@{}", subject.digest))
@@ -470,7 +545,7 @@ pub(crate) async fn verified(
             {
                 return Ok(None);
             }
-            verification::verify_remote(client, &reference, key, &policy)
+            verification::verify_remote_with(client, &reference, verifier, &policy)
                 .await
                 .map_err(|e| e.to_string())?
         }

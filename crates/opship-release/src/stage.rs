@@ -16,7 +16,7 @@ use crate::plan::Plan;
 /// What staging produced.
 pub(crate) struct Staged {
     /// Keeps the staging directory alive.
-    pub _dir: tempfile::TempDir,
+    pub _dir: opship_core::fsutil::TempDir,
     /// The generated bundle's files.
     pub bundle_files: opship_core::bundle::Files,
     /// The same, as read back from the staged directory (compared with the project's).
@@ -55,7 +55,7 @@ pub(crate) fn stage(
     options: &crate::Options<'_>,
     warn: &mut dyn FnMut(Warning<'_>),
 ) -> std::result::Result<Staged, Stopped> {
-    let dir = tempfile::tempdir().map_err(|e| failed("staging")(&e))?;
+    let dir = opship_core::fsutil::temp_dir(".opship-stage-").map_err(|e| failed("staging")(&e))?;
     let mut generated = generate(plan, options).map_err(|e| failed("generate")(&e))?;
     if plan.project.config.use_image_digests
         && let Some(pin) = options.pin_images

@@ -83,6 +83,10 @@ impl Layout {
     pub fn init(&self) -> Result<()> {
         let blobs = self.dir.join("blobs/sha256");
         std::fs::create_dir_all(&blobs).map_err(|e| Error::io(&blobs, e))?;
+        // A killed writer's `.opship-…` files would be taken for blobs (`umoci gc` fails on
+        // `sha256:.opship-…`); the first writer after it removes them.
+        crate::fsutil::sweep_once(&self.dir);
+        crate::fsutil::sweep_once(&blobs);
         let marker = self.dir.join("oci-layout");
         match std::fs::read(&marker) {
             Ok(bytes) => {

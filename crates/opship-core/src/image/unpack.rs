@@ -617,7 +617,7 @@ impl MemoryUnpacker {
 pub struct DirUnpacker {
     state: State,
     target: PathBuf,
-    tmp: tempfile::TempDir,
+    tmp: crate::fsutil::TempDir,
 }
 
 struct DirSink<'a>(&'a Path);
@@ -699,9 +699,7 @@ impl DirUnpacker {
             _ => PathBuf::from("."),
         };
         fs::create_dir_all(&parent).map_err(|e| Error::io(&parent, e))?;
-        let tmp = tempfile::Builder::new()
-            .prefix(".opship-unpack-")
-            .tempdir_in(&parent)
+        let tmp = crate::fsutil::temp_dir_in(&parent, ".opship-unpack-")
             .map_err(|e| Error::io(&parent, e))?;
         Ok(DirUnpacker {
             state: State::new(limits),
@@ -742,7 +740,8 @@ impl DirUnpacker {
                 // Empty when checked: remove_dir refuses if something appeared since.
                 fs::remove_dir(&self.target).map_err(|e| Error::io(&self.target, e))?;
             }
-            fs::rename(&tmp, &self.target).map_err(|e| Error::io(&self.target, e))
+            crate::cleanup::commit(|| fs::rename(&tmp, &self.target))
+                .map_err(|e| Error::io(&self.target, e))
         })();
         if let Err(e) = done {
             let _ = fs::remove_dir_all(&tmp);

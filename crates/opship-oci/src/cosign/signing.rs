@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use opship_core::image::layout::{self, Layout};
-use opship_core::image::oci::{self, Descriptor, Digest, annotation, media};
+use opship_core::image::layout::Layout;
+use opship_core::image::oci::{Descriptor, Digest, annotation, media};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -234,7 +234,7 @@ pub fn sign_layout(
     let layout = Layout::new(dir);
     let digest = layout_digest(&layout, tag)?;
     let (layer, payload) = new_signature(key, identity, &digest, annotations)?;
-    let mut sigs = layout_signatures(&layout, &digest)?.unwrap_or_default();
+    let sigs = layout_signatures(&layout, &digest)?.unwrap_or_default();
     if has_equal(&sigs, &layer.digest, key.public(), |l| {
         layout.read_blob(l).ok()
     }) {
@@ -255,27 +255,49 @@ pub fn sign_layout(
             bundle: None,
         });
     }
-    sigs.add(layer.clone());
-    let (config, manifest_bytes) = sigs.to_manifest()?;
-    // Blobs first, index.json last (atomically): a reader never sees a tag without its blobs.
-    layout.write_blob(&layer.digest, &payload)?;
-    layout.write_blob(&Digest::of(&config), &config)?;
-    let manifest = Digest::of(&manifest_bytes);
-    layout.write_blob(&manifest, &manifest_bytes)?;
+    // The signatures are read again, merged and tagged under the layout's index lock: two
+    // signers at once (two releases of one version) both keep their signature.
     let sig_tag = manifest::tag(&digest);
-    let mut index = layout.index()?;
-    let mut desc = Descriptor::of(media::OCI_MANIFEST, &manifest_bytes);
-    desc.annotations
-        .insert(annotation::REF_NAME.to_owned(), sig_tag.clone());
-    match index
-        .manifests
-        .iter_mut()
-        .find(|d| d.annotations.get(annotation::REF_NAME) == Some(&sig_tag))
-    {
-        Some(slot) => *slot = desc,
-        None => index.manifests.push(desc),
-    }
-    layout::write_atomic(&dir.join("index.json"), &oci::to_json(&index)?)?;
+    let mut merged: Option<Result<(Signatures, Digest)>> = None;
+    let locked = layout.update_index(|index| {
+        let r = (|| -> Result<(Signatures, Digest)> {
+            let mut sigs = layout_signatures(&layout, &digest)?.unwrap_or_default();
+            sigs.add(layer.clone());
+            let (config, manifest_bytes) = sigs.to_manifest()?;
+            // Blobs first, index.json last (atomically): a reader never sees a tag without
+            // its blobs.
+            layout.write_blob(&layer.digest, &payload)?;
+            layout.write_blob(&Digest::of(&config), &config)?;
+            let manifest = Digest::of(&manifest_bytes);
+            layout.write_blob(&manifest, &manifest_bytes)?;
+            let mut desc = Descriptor::of(media::OCI_MANIFEST, &manifest_bytes);
+            desc.annotations
+                .insert(annotation::REF_NAME.to_owned(), sig_tag.clone());
+            match index
+                .manifests
+                .iter_mut()
+                .find(|d| d.annotations.get(annotation::REF_NAME) == Some(&sig_tag))
+            {
+                Some(slot) => *slot = desc,
+                None => index.manifests.push(desc),
+            }
+            Ok((sigs, manifest))
+        })();
+        let failed = r.is_err();
+        merged = Some(r);
+        if failed {
+            return Err(opship_core::Error::Internal(
+                "signing in the layout failed".into(),
+            ));
+        }
+        Ok(())
+    });
+    let (sigs, manifest) = match (merged, locked) {
+        (Some(Err(e)), _) => return Err(e),
+        (_, Err(e)) => return Err(e.into()),
+        (Some(Ok(m)), Ok(())) => m,
+        (None, Ok(())) => unreachable!("update_index ran the change"),
+    };
     Ok(SignReport {
         digest,
         location: format!("{}:{sig_tag}", dir.display()),

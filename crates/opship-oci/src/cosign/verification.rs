@@ -272,53 +272,71 @@ pub fn check(
     Ok(claims)
 }
 
-fn candidates_of(
-    sigs: &Signatures,
-    location: &str,
-    mut blob: impl FnMut(&Descriptor) -> std::result::Result<Vec<u8>, String>,
-) -> Vec<Candidate> {
-    sigs.layers
-        .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let source = format!("{location} layer {}", i + 1);
-            let payload = if l.media_type == SIMPLESIGNING {
-                blob(l)
-            } else {
-                Err(format!(
-                    "layer media type `{}` is not {SIMPLESIGNING}",
-                    l.media_type
-                ))
-            };
-            Candidate {
-                source,
-                payload,
-                signature: l.annotations.get(SIGNATURE_ANNOTATION).cloned(),
-                annotations: l.annotations.clone(),
-            }
-        })
-        .collect()
+/// The largest signature payload read. A simple-signing payload is a few hundred bytes; the
+/// bound keeps a manifest of many large layers from being read at all.
+const MAX_PAYLOAD: u64 = 16 * 1024 * 1024;
+
+/// Why the layer `l` is no signature payload to read, if it is not one.
+fn unreadable(l: &Descriptor) -> Option<String> {
+    if l.media_type != SIMPLESIGNING {
+        return Some(format!(
+            "layer media type `{}` is not {SIMPLESIGNING}",
+            l.media_type
+        ));
+    }
+    (l.size > MAX_PAYLOAD).then(|| {
+        format!(
+            "the payload layer declares {} bytes; a signature payload is at most {MAX_PAYLOAD}",
+            l.size
+        )
+    })
 }
 
-fn judge(
+/// Checks layer `i` of `location` with its `payload`. One layer at a time: a payload is
+/// dropped once judged, so many layers never sit in memory together.
+fn judge_one(
     key: &Verifier,
     digest: &Digest,
     policy: &Policy,
-    location: String,
-    candidates: Vec<Candidate>,
-) -> Report {
-    let checked = candidates
-        .iter()
-        .map(|c| Checked {
-            source: c.source.clone(),
-            outcome: check(key, digest, policy, c),
-        })
-        .collect();
-    Report {
-        digest: digest.clone(),
-        location,
-        checked,
+    location: &str,
+    i: usize,
+    l: &Descriptor,
+    payload: std::result::Result<Vec<u8>, String>,
+) -> Checked {
+    let c = Candidate {
+        source: format!("{location} layer {}", i + 1),
+        payload,
+        signature: l.annotations.get(SIGNATURE_ANNOTATION).cloned(),
+        annotations: l.annotations.clone(),
+    };
+    Checked {
+        outcome: check(key, digest, policy, &c),
+        source: c.source,
     }
+}
+
+/// Every simple-signing layer of `sigs` fetched from `at` and judged, one after another.
+async fn judge_remote(
+    registry: &Registry,
+    at: &Reference,
+    key: &Verifier,
+    digest: &Digest,
+    policy: &Policy,
+    location: &str,
+    sigs: &Signatures,
+) -> Vec<Checked> {
+    let mut out = Vec::with_capacity(sigs.layers.len());
+    for (i, l) in sigs.layers.iter().enumerate() {
+        let payload = match unreadable(l) {
+            Some(why) => Err(why),
+            None => registry
+                .blob(at, l)
+                .await
+                .map_err(|e| format!("the payload blob cannot be fetched: {e}")),
+        };
+        out.push(judge_one(key, digest, policy, location, i, l, payload));
+    }
+    out
 }
 
 /// Verifies the signatures of the image `reference` in its registry (`repo:sha256-<hex>.sig`).
@@ -359,20 +377,14 @@ pub async fn verify_remote_with(
         Some(raw) => Signatures::parse(&raw.bytes, &location)?,
         None => Signatures::default(),
     };
-    let mut candidates = candidates_of(&sigs, &location, |_| Ok(Vec::new()));
-    for (c, l) in candidates.iter_mut().zip(&sigs.layers) {
-        if c.payload.is_ok() {
-            c.payload = registry
-                .blob(&sig_ref, l)
-                .await
-                .map_err(|e| format!("the payload blob cannot be fetched: {e}"));
-        }
-    }
-    let mut report = judge(key, &digest, policy, location, candidates);
-    report
-        .checked
-        .extend(judge_referrers(registry, reference, &digest, key, policy).await?);
-    Ok(report)
+    let mut checked =
+        judge_remote(registry, &sig_ref, key, &digest, policy, &location, &sigs).await;
+    checked.extend(judge_referrers(registry, reference, &digest, key, policy).await?);
+    Ok(Report {
+        digest,
+        location,
+        checked,
+    })
 }
 
 /// The signatures among the referrers of `digest` (referrers API or fallback tag), each
@@ -457,16 +469,18 @@ async fn judge_referrers(
             layers: m.layers.clone(),
         };
         let location = format!("referrer {}", e.location);
-        let mut candidates = candidates_of(&sigs, &location, |_| Ok(Vec::new()));
-        for (c, l) in candidates.iter_mut().zip(&sigs.layers) {
-            if c.payload.is_ok() {
-                c.payload = registry
-                    .blob(&e.reference, l)
-                    .await
-                    .map_err(|err| format!("the payload blob cannot be fetched: {err}"));
-            }
-        }
-        out.extend(judge(key, digest, policy, location, candidates).checked);
+        out.extend(
+            judge_remote(
+                registry,
+                &e.reference,
+                key,
+                digest,
+                policy,
+                &location,
+                &sigs,
+            )
+            .await,
+        );
     }
     Ok(out)
 }
@@ -525,10 +539,23 @@ pub fn verify_layout_with(
             checked: Vec::new(),
         });
     };
-    let candidates = candidates_of(&sigs, &location, |l| {
-        layout.read_blob(l).map_err(|e| e.to_string())
-    });
-    Ok(judge(key, &digest, policy, location, candidates))
+    let checked = sigs
+        .layers
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let payload = match unreadable(l) {
+                Some(why) => Err(why),
+                None => layout.read_blob(l).map_err(|e| e.to_string()),
+            };
+            judge_one(key, &digest, policy, &location, i, l, payload)
+        })
+        .collect();
+    Ok(Report {
+        digest,
+        location,
+        checked,
+    })
 }
 
 #[cfg(test)]
