@@ -37,8 +37,41 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
         Some(arg) => Some(OperatorImage::from_flag(arg, config_operator)?),
         None => config_operator.cloned(),
     };
-    // A kustomization is built with the placeholder kept where the operator image goes.
-    let objects = manifest::load_with(&source, operator.as_ref().map(OperatorImage::placeholder))?;
+    // A kustomization is built with the placeholder kept where the operator image goes, after
+    // the config's `kustomize edit`s (which belong to its `manifests`, not to --input).
+    let edits_for = |version: &str| match (&args.input, project) {
+        (None, Some(p)) => p.kustomize_edits(version),
+        _ => Vec::new(),
+    };
+    // `envsubst:` fills the release's version and operator image in, `kustomizeEdits` the
+    // version: the build is per version then (the one asked for, else the newest release, is
+    // built first).
+    let envsubst_for = |version: &str| match (&args.input, project) {
+        (None, Some(p)) => p.envsubst_vars(version, operator.as_ref()),
+        _ => None,
+    };
+    let per_version = envsubst_for("").is_some()
+        || (args.input.is_none()
+            && project.is_some_and(|p| {
+                p.config
+                    .kustomize_edits
+                    .iter()
+                    .any(|e| e.args.iter().any(|a| a.contains("{version}")))
+            }));
+    let first_version = args
+        .version
+        .clone()
+        .or_else(|| project.and_then(|p| p.config.releases.last().map(|r| r.version.clone())))
+        .unwrap_or_default();
+    let load = |version: &str| {
+        manifest::load_with(
+            &source,
+            operator.as_ref().map(OperatorImage::placeholder),
+            &edits_for(version),
+            envsubst_for(version).as_ref(),
+        )
+    };
+    let objects = load(&first_version)?;
     let base_path = args
         .base_csv
         .clone()
@@ -123,8 +156,13 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
             (None, Some(p)) => p.bundle_dir(version),
             (None, None) => PathBuf::from("bundle"),
         };
+        let objects = if per_version && *version != first_version {
+            load(version)?
+        } else {
+            objects.clone()
+        };
         let inputs = Inputs {
-            objects: objects.clone(),
+            objects,
             base_csv: base_csv.clone(),
         };
         let generated = bundle::generate(inputs, &opts)?;

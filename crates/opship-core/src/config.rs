@@ -31,6 +31,16 @@ pub struct Config {
     /// Kubernetes manifests of the operator: a kustomize-built stream (file) or a directory.
     #[serde(default)]
     pub manifests: Option<PathBuf>,
+    /// `kustomize edit` commands run, in order, before `manifests` is built, each in its
+    /// directory on a temporary copy of the kustomizations (the recipe's `cd DIR && kustomize
+    /// edit ...`); the project's own files are never edited.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kustomize_edits: Vec<KustomizeEdit>,
+    /// The build of `manifests` is piped through `envsubst` (as the bundle recipe's
+    /// `kustomize build … | envsubst | operator-sdk …`) with exactly these variables;
+    /// `{version}` and `{operatorImage}` in a value are the release's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub envsubst: Option<BTreeMap<String, String>>,
     /// The base ClusterServiceVersion (descriptions, icon, install modes, ...).
     #[serde(default)]
     pub csv_base: Option<PathBuf>,
@@ -138,6 +148,17 @@ pub struct CatalogTarget {
     /// skipRange policy of new entries: `none`, `minor`, `major` or `all`.
     #[serde(default)]
     pub skip_range: Option<String>,
+}
+
+/// One `kustomize edit ARGS...`, run in `dir` (relative to the config's directory).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KustomizeEdit {
+    /// The kustomization directory the edit runs in, e.g. `config/manager`.
+    pub dir: PathBuf,
+    /// What follows `kustomize edit`, e.g. `[set, image, controller=controller]`; `{version}`
+    /// is the release's version.
+    pub args: Vec<String>,
 }
 
 /// The operator image and how manifests refer to it before release.
@@ -334,6 +355,43 @@ impl Project {
             config,
             path: path.to_path_buf(),
             root,
+        })
+    }
+
+    /// The config's `kustomizeEdits` for the release `version`: directories resolved,
+    /// `{version}` in an argument replaced.
+    pub fn kustomize_edits(&self, version: &str) -> Vec<KustomizeEdit> {
+        self.config
+            .kustomize_edits
+            .iter()
+            .map(|e| KustomizeEdit {
+                dir: self.resolve(&e.dir),
+                args: e
+                    .args
+                    .iter()
+                    .map(|a| a.replace("{version}", version))
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// The `envsubst` variables for the release `version` (its operator image from
+    /// `operator`, else empty).
+    pub fn envsubst_vars(
+        &self,
+        version: &str,
+        operator: Option<&OperatorImage>,
+    ) -> Option<BTreeMap<String, String>> {
+        let image = operator.map(|o| o.reference(version)).unwrap_or_default();
+        self.config.envsubst.as_ref().map(|vars| {
+            vars.iter()
+                .map(|(k, v)| {
+                    let v = v
+                        .replace("{operatorImage}", &image)
+                        .replace("{version}", version);
+                    (k.clone(), v)
+                })
+                .collect()
         })
     }
 

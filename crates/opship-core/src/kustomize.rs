@@ -3,18 +3,24 @@
 //! patches and generators are kustomize's to define); it runs it the way `make bundle` does and
 //! reads the stream it prints.
 //!
-//! The operator image is set as `cd config/manager && kustomize edit set image controller=IMG`
-//! would, without editing the user's files: a throw-away kustomization in a temporary directory
-//! includes the user's one and maps every name the placeholder was already mapped to (the
-//! `images:` entries for `controller` that an earlier `make bundle` left behind) back to the
-//! placeholder, which generation then replaces with the release's image.
+//! The `kustomize edit` commands of the project's bundle recipe (`cd config/manager &&
+//! kustomize edit set image controller=IMG`, `add label`, `set namespace`, ...) are run by
+//! kustomize itself, in their directories, on a temporary copy of the directory tree holding
+//! the kustomizations, so the build is what the recipe's build gives and the project is never
+//! edited. The operator's `set image` keeps the placeholder (`controller=controller`), and a
+//! kustomization of the copy that still maps the placeholder elsewhere (the `images:` entry an
+//! earlier `make bundle` left behind) has that entry set back to the placeholder, as the same
+//! edit would (also with only `kubectl kustomize`): generation then puts the release's
+//! operator image there. An edit scoped to one kustomization never touches the samples, as a top-level
+//! `images:` over the whole build would.
 
 use std::ffi::OsString;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
 
+use crate::config::KustomizeEdit;
 use crate::error::{Error, Result};
 use crate::manifest::{self, Object};
 
@@ -113,46 +119,49 @@ fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Builds the kustomization `dir` and parses the objects it prints. With `placeholder`, every
-/// image the kustomizations map the placeholder to is mapped back to it (see the module
-/// documentation), so generation puts the release's operator image there.
-pub fn build(dir: &Path, placeholder: Option<&str>) -> Result<Vec<Object>> {
+/// Builds the kustomization `dir` and parses the objects it prints. `edits` (directories
+/// absolute) are run first, and with `placeholder` every `images:` entry mapping the
+/// placeholder elsewhere is set back to it (see the module documentation), so generation puts
+/// the release's operator image there. With `envsubst`, the build is piped through
+/// `envsubst` with exactly those variables.
+pub fn build(
+    dir: &Path,
+    placeholder: Option<&str>,
+    edits: &[KustomizeEdit],
+    envsubst: Option<&BTreeMap<String, String>>,
+) -> Result<Vec<Object>> {
     let tool = Tool::find(dir)?;
-    build_with(&tool, dir, placeholder)
+    build_with(&tool, dir, placeholder, edits, envsubst)
 }
 
 /// [`build`] with a given tool.
-pub fn build_with(tool: &Tool, dir: &Path, placeholder: Option<&str>) -> Result<Vec<Object>> {
+pub fn build_with(
+    tool: &Tool,
+    dir: &Path,
+    placeholder: Option<&str>,
+    edits: &[KustomizeEdit],
+    envsubst: Option<&BTreeMap<String, String>>,
+) -> Result<Vec<Object>> {
     let shown = tool.describe(dir);
-    let aliases = match placeholder {
-        Some(p) => image_aliases(dir, p)?,
-        None => Vec::new(),
-    };
-    let wrapper;
-    let target: PathBuf = if let (Some(p), false) = (placeholder, aliases.is_empty()) {
-        wrapper = crate::fsutil::temp_dir(".opship-kustomize-")
-            .map_err(|e| Error::io(std::env::temp_dir(), e))?;
-        let from =
-            std::fs::canonicalize(wrapper.path()).map_err(|e| Error::io(wrapper.path(), e))?;
-        let to = std::fs::canonicalize(dir).map_err(|e| Error::io(dir, e))?;
-        // kustomize refuses absolute resource paths; a relative one may leave the root.
-        let rel = relative(&from, &to);
-        let images: Vec<Value> = aliases
-            .iter()
-            .map(|a| serde_json::json!({ "name": a, "newName": p }))
-            .collect();
-        let k = serde_json::json!({
-            "apiVersion": "kustomize.config.k8s.io/v1beta1",
-            "kind": "Kustomization",
-            "resources": [rel.to_string_lossy()],
-            "images": images,
-        });
-        let text = serde_json::to_string_pretty(&k).map_err(|e| Error::Internal(e.to_string()))?;
-        let file = wrapper.path().join("kustomization.yaml");
-        std::fs::write(&file, text).map_err(|e| Error::io(&file, e))?;
-        wrapper.path().to_path_buf()
-    } else {
+    let mut tree = Tree::default();
+    visit(dir, placeholder, &mut tree)?;
+    let copy;
+    let target: PathBuf = if edits.is_empty() && tree.aliased.is_empty() {
         dir.to_path_buf()
+    } else {
+        copy = Copy::of(dir, &tree, edits)?;
+        for e in edits {
+            copy.edit(tool, &e.dir, &e.args)?;
+        }
+        if let Some(p) = placeholder {
+            // What is mapped after the recipe's edits (an earlier `make bundle`'s leftovers).
+            let mut after = Tree::default();
+            visit(&copy.map(dir), Some(p), &mut after)?;
+            for d in &after.aliased {
+                map_back(d, p)?;
+            }
+        }
+        copy.map(dir)
     };
     // A build's output is a manifest stream, with a stream's budget; a resource URL that never
     // answers or a kustomization that recurses without end meets the deadline.
@@ -164,57 +173,260 @@ pub fn build_with(tool: &Tool, dir: &Path, placeholder: Option<&str>) -> Result<
         &shown,
     )?;
     if !out.status.success() {
-        let mut err = out.message();
-        if target != dir {
-            // The wrapper's path means nothing to the user.
-            err = err.replace(
-                &target.to_string_lossy().into_owned(),
-                "<opship's image override>",
-            );
-        }
         return Err(Error::Input(format!(
-            "`{shown}` failed ({}): {err}",
-            out.status
+            "`{shown}` failed ({}): {}",
+            out.status,
+            unmap_text(&out.message(), &target, dir)
         )));
     }
-    let stdout = out.stdout;
+    let (stdout, shown) = match envsubst {
+        Some(vars) => (
+            envsubst_run(&out.stdout, vars)?,
+            format!("{shown} | envsubst"),
+        ),
+        None => (out.stdout, shown),
+    };
     let text = String::from_utf8(stdout)
         .map_err(|_| Error::Input(format!("`{shown}` printed something that is not UTF-8")))?;
     manifest::parse_objects(&text, Path::new(&format!("`{shown}` output")))
 }
 
+/// The build piped through `envsubst` (found on PATH) with exactly `vars` in its
+/// environment, as the recipe's `| envsubst |` with the release's variables; bounded like
+/// the build.
+fn envsubst_run(stream: &[u8], vars: &BTreeMap<String, String>) -> Result<Vec<u8>> {
+    let program = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|d| d.join("envsubst"))
+        .find(|p| is_executable(p))
+        .ok_or_else(|| {
+            Error::Input(
+                "the config pipes the build through `envsubst` (`envsubst:`), which is not on PATH; install it (gettext-base)".into(),
+            )
+        })?;
+    let limits = crate::child::Limits::new(TIMEOUT, crate::input::Kind::Manifest.budget());
+    let out = crate::child::run(
+        Command::new(&program).env_clear().envs(vars),
+        Some(stream),
+        limits,
+        "envsubst",
+    )?;
+    if !out.status.success() {
+        return Err(Error::Input(format!(
+            "`envsubst` failed ({}): {}",
+            out.status,
+            out.message()
+        )));
+    }
+    Ok(out.stdout)
+}
+
+/// In the copy's kustomization `dir`, the `images:` entries of `placeholder` set back to it,
+/// as `kustomize edit set image P=P` does there (also when only `kubectl kustomize` is
+/// installed, which cannot edit); the file is written as JSON, which kustomize reads.
+fn map_back(dir: &Path, placeholder: &str) -> Result<()> {
+    let Some(file) = kustomization_file(dir) else {
+        return Ok(());
+    };
+    let mut doc = crate::yaml::parse_one(&crate::yaml::read_text(&file)?, &file)?;
+    if let Some(images) = doc.value["images"].as_array_mut() {
+        for i in images {
+            if i["name"].as_str() == Some(placeholder)
+                && let Some(m) = i.as_object_mut()
+            {
+                m.retain(|k, _| k == "name");
+                m.insert("newName".into(), placeholder.into());
+            }
+        }
+    }
+    let text =
+        serde_json::to_string_pretty(&doc.value).map_err(|e| Error::Internal(e.to_string()))?;
+    std::fs::write(&file, text).map_err(|e| Error::io(&file, e))
+}
+
+/// The copy's paths in a child's message, as the user's own.
+fn unmap_text(text: &str, target: &Path, dir: &Path) -> String {
+    if target == dir {
+        return text.to_owned();
+    }
+    text.replace(
+        &target.to_string_lossy().into_owned(),
+        &dir.to_string_lossy(),
+    )
+}
+
+/// The most a copy of the kustomizations may hold: what a build may print.
+const COPY_BUDGET: u64 = 64 * 1024 * 1024;
+
+/// A temporary copy of the directory tree holding every kustomization a build reaches and
+/// every edited directory, so `kustomize edit` never touches the project.
+struct Copy {
+    _tmp: crate::fsutil::TempDir,
+    /// The copied directory (canonical) and where it is in the copy.
+    from: PathBuf,
+    to: PathBuf,
+}
+
+impl Copy {
+    fn of(dir: &Path, tree: &Tree, edits: &[KustomizeEdit]) -> Result<Copy> {
+        let canon = |p: &Path| std::fs::canonicalize(p).map_err(|e| Error::io(p, e));
+        let mut root = canon(dir)?;
+        let mut parts: Vec<PathBuf> = tree.dirs.iter().cloned().collect();
+        for e in edits {
+            parts.push(canon(&e.dir).map_err(|_| {
+                Error::Input(format!(
+                    "{}: the directory of `kustomize edit {}` does not exist",
+                    e.dir.display(),
+                    e.args.join(" ")
+                ))
+            })?);
+        }
+        for p in &parts {
+            while !p.starts_with(&root) {
+                root = match root.parent() {
+                    Some(r) => r.to_path_buf(),
+                    None => break,
+                };
+            }
+        }
+        if root.parent().is_none() {
+            return Err(Error::Input(format!(
+                "{}: the kustomizations it reaches share no directory but `/`; opship does not copy the whole file system to run `kustomize edit`",
+                dir.display()
+            )));
+        }
+        // A registered temporary: removed on SIGINT/SIGTERM, swept after a SIGKILL.
+        let tmp = crate::fsutil::temp_dir(".opship-kustomize-")
+            .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+        let to = canon(tmp.path())?.join(root.file_name().unwrap_or_else(|| "root".as_ref()));
+        let mut left = COPY_BUDGET;
+        copy_tree(&root, &to, &mut left, 0)?;
+        Ok(Copy {
+            _tmp: tmp,
+            from: root,
+            to,
+        })
+    }
+
+    /// Where `p` (of the project) is in the copy.
+    fn map(&self, p: &Path) -> PathBuf {
+        let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        match real.strip_prefix(&self.from) {
+            Ok(r) => self.to.join(r),
+            Err(_) => p.to_path_buf(),
+        }
+    }
+
+    /// `kustomize edit ARGS` in the copy of `dir`.
+    fn edit(&self, tool: &Tool, dir: &Path, args: &[String]) -> Result<()> {
+        let shown = format!("cd {} && kustomize edit {}", dir.display(), args.join(" "));
+        if tool.args.first().map(String::as_str) != Some("build") {
+            return Err(Error::Input(format!(
+                "`{shown}` needs kustomize on PATH (kubectl has no `edit`)"
+            )));
+        }
+        let limits = crate::child::Limits::new(TIMEOUT, 1024 * 1024);
+        let at = self.map(dir);
+        let out = crate::child::run(
+            Command::new(&tool.program)
+                .arg("edit")
+                .args(args)
+                .current_dir(&at),
+            None,
+            limits,
+            &shown,
+        )?;
+        if !out.status.success() {
+            return Err(Error::Input(format!(
+                "`{shown}` failed ({}): {}",
+                out.status,
+                unmap_text(&out.message(), &self.to, &self.from)
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Copies `from` to `to` (symbolic links followed, `.git` left out) within `left` bytes.
+fn copy_tree(from: &Path, to: &Path, left: &mut u64, depth: usize) -> Result<()> {
+    if depth > 64 {
+        return Err(Error::Input(format!(
+            "{}: more than 64 directory levels (a symbolic link loop?)",
+            from.display()
+        )));
+    }
+    std::fs::create_dir_all(to).map_err(|e| Error::io(to, e))?;
+    let mut entries: Vec<_> = std::fs::read_dir(from)
+        .map_err(|e| Error::io(from, e))?
+        .filter_map(|e| e.ok())
+        .collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        if e.file_name() == ".git" {
+            continue;
+        }
+        let src = e.path();
+        let dst = to.join(e.file_name());
+        let Ok(meta) = std::fs::metadata(&src) else {
+            continue;
+        };
+        if meta.is_dir() {
+            copy_tree(&src, &dst, left, depth + 1)?;
+        } else if meta.is_file() {
+            if meta.len() > *left {
+                return Err(Error::Input(format!(
+                    "{}: the kustomizations' directory holds more than {} MiB; opship copies it to run `kustomize edit` and stops there",
+                    from.display(),
+                    COPY_BUDGET / (1024 * 1024)
+                )));
+            }
+            *left -= meta.len();
+            std::fs::copy(&src, &dst).map_err(|e| Error::io(&src, e))?;
+        }
+    }
+    Ok(())
+}
+
 /// The names the kustomizations reachable from `dir` map `placeholder` to (`images:` entries
 /// with `name: <placeholder>` and a `newName`), so they can be mapped back.
 pub fn image_aliases(dir: &Path, placeholder: &str) -> Result<Vec<String>> {
-    let mut seen = std::collections::BTreeSet::new();
-    let mut aliases = std::collections::BTreeSet::new();
-    visit(dir, placeholder, &mut seen, &mut aliases)?;
-    Ok(aliases.into_iter().collect())
+    let mut tree = Tree::default();
+    visit(dir, Some(placeholder), &mut tree)?;
+    Ok(tree.aliases.into_iter().collect())
 }
 
-fn visit(
-    dir: &Path,
-    placeholder: &str,
-    seen: &mut std::collections::BTreeSet<PathBuf>,
-    aliases: &mut std::collections::BTreeSet<String>,
-) -> Result<()> {
+/// What a walk of the kustomizations reachable from a directory found.
+#[derive(Default)]
+struct Tree {
+    /// Every kustomization directory (canonical), and the directories of file resources.
+    dirs: BTreeSet<PathBuf>,
+    /// Those whose `images:` map the placeholder to another name.
+    aliased: BTreeSet<PathBuf>,
+    /// The names it is mapped to.
+    aliases: BTreeSet<String>,
+}
+
+fn visit(dir: &Path, placeholder: Option<&str>, tree: &mut Tree) -> Result<()> {
     let Ok(real) = std::fs::canonicalize(dir) else {
         return Ok(());
     };
-    if !seen.insert(real) || seen.len() > 1000 {
+    if !tree.dirs.insert(real.clone()) || tree.dirs.len() > 1000 {
         return Ok(());
     }
     let Some(file) = kustomization_file(dir) else {
         return Ok(());
     };
     let doc = crate::yaml::parse_one(&crate::yaml::read_text(&file)?, &file)?;
-    if let Some(images) = doc.value["images"].as_array() {
+    if let (Some(images), Some(placeholder)) = (doc.value["images"].as_array(), placeholder) {
         for i in images {
             if i["name"].as_str() == Some(placeholder)
                 && let Some(n) = i["newName"].as_str()
                 && n != placeholder
             {
-                aliases.insert(n.to_owned());
+                tree.aliases.insert(n.to_owned());
+                tree.aliased.insert(real.clone());
             }
         }
     }
@@ -226,7 +438,11 @@ fn visit(
             {
                 let p = dir.join(r);
                 if p.is_dir() {
-                    visit(&p, placeholder, seen, aliases)?;
+                    visit(&p, placeholder, tree)?;
+                } else if let Some(parent) = p.parent()
+                    && let Ok(parent) = std::fs::canonicalize(parent)
+                {
+                    tree.dirs.insert(parent);
                 }
             }
         }
@@ -234,36 +450,9 @@ fn visit(
     Ok(())
 }
 
-/// `to` relative to `from` (both absolute, canonical).
-fn relative(from: &Path, to: &Path) -> PathBuf {
-    let f: Vec<Component> = from.components().collect();
-    let t: Vec<Component> = to.components().collect();
-    let common = f.iter().zip(&t).take_while(|(a, b)| a == b).count();
-    let mut out = PathBuf::new();
-    for _ in common..f.len() {
-        out.push("..");
-    }
-    for c in &t[common..] {
-        out.push(c.as_os_str());
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn relative_paths() {
-        assert_eq!(
-            relative(Path::new("/tmp/a"), Path::new("/work/p/config")),
-            PathBuf::from("../../work/p/config")
-        );
-        assert_eq!(
-            relative(Path::new("/a/b"), Path::new("/a/b/c")),
-            PathBuf::from("c")
-        );
-    }
 
     #[test]
     fn tool_lookup_order() {

@@ -175,14 +175,21 @@ impl Source {
 
 /// Loads every object from a source, building a directory that is a kustomization root with
 /// kustomize (see [`crate::kustomize`]); `placeholder` is the operator image's placeholder,
-/// which the build then keeps in place of any image the kustomizations map it to.
-pub fn load_with(source: &Source, placeholder: Option<&str>) -> Result<Vec<Object>> {
+/// which the build then keeps in place of any image the kustomizations map it to; `edits`
+/// (directories absolute) are the `kustomize edit` commands run before the build, on a copy;
+/// `envsubst`, the variables the build is piped through `envsubst` with.
+pub fn load_with(
+    source: &Source,
+    placeholder: Option<&str>,
+    edits: &[crate::config::KustomizeEdit],
+    envsubst: Option<&std::collections::BTreeMap<String, String>>,
+) -> Result<Vec<Object>> {
     if let Source::Path(p) = source
         && p.is_dir()
     {
         crate::kustomize::check_kustomization_file(p)?;
         if crate::kustomize::kustomization_file(p).is_some() {
-            return crate::kustomize::build(p, placeholder);
+            return crate::kustomize::build(p, placeholder, edits, envsubst);
         }
     }
     load(source)

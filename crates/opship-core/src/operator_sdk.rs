@@ -398,12 +398,74 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         "bundleDir is `{bundle_dir}` (operator-sdk's single bundle, replaced on every release); `bundle/{{version}}` keeps one per version"
     ));
 
+    // The recipe's `kustomize edit`s, run on a copy before every build.
+    let mut kustomize_edits = Vec::new();
+    let project_root = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    for e in recipe.iter().flat_map(|r| &r.edits) {
+        let d = Path::new(&e.dir);
+        let d = if d.is_absolute() {
+            match d
+                .strip_prefix(&project_root)
+                .or_else(|_| d.strip_prefix(dir))
+            {
+                Ok(r) if r.as_os_str().is_empty() => PathBuf::from("."),
+                Ok(r) => r.to_path_buf(),
+                Err(_) => {
+                    return Err(Error::Input(format!(
+                        "{}: the recipe runs `kustomize edit {}` in {}, outside the project",
+                        e.at,
+                        e.args.join(" "),
+                        e.dir
+                    )));
+                }
+            }
+        } else {
+            d.to_path_buf()
+        };
+        found.push(Found {
+            key: "kustomizeEdits".into(),
+            value: format!("{}: kustomize edit {}", d.display(), e.args.join(" ")),
+            from: e.at.clone(),
+        });
+        // An image tag holding the version follows the release, as the recipe's `$(VERSION)`.
+        let args = e
+            .args
+            .iter()
+            .map(|a| match (&version, a.split_once('=')) {
+                (Some(v), Some((name, image))) if e.args.get(1).is_some_and(|x| x == "image") => {
+                    let (repo, tag) = crate::config::split_tag(image);
+                    match tag {
+                        Some(t) if t.contains(v.as_str()) => {
+                            format!("{name}={repo}:{}", t.replace(v.as_str(), "{version}"))
+                        }
+                        _ => a.clone(),
+                    }
+                }
+                _ => a.clone(),
+            })
+            .collect();
+        kustomize_edits.push(crate::config::KustomizeEdit { dir: d, args });
+    }
+    let resolved_edits: Vec<_> = kustomize_edits
+        .iter()
+        .map(|e| crate::config::KustomizeEdit {
+            dir: dir.join(&e.dir),
+            args: e
+                .args
+                .iter()
+                .map(|a| a.replace("{version}", version.as_deref().unwrap_or_default()))
+                .collect(),
+        })
+        .collect();
+
     // Kinds operator-sdk drops without a word and opship refuses: excluded, and said so.
     let mut exclude_kinds = vec!["Namespace".to_owned()];
     let mut csv_base = None;
+    let mut envsubst = None;
     {
         // A build that fails here fails `generate` too: said now, with kustomize's message.
-        let objects = crate::kustomize::build(&manifests_dir, Some(&placeholder))?;
+        let objects =
+            crate::kustomize::build(&manifests_dir, Some(&placeholder), &resolved_edits, None)?;
         // A base CSV the kustomization does not include is given as csvBase.
         if !objects.iter().any(|o| o.kind() == "ClusterServiceVersion")
             && let Some((path, _)) = &base
@@ -415,6 +477,32 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
                 from: format!("{} does not include it", rel(dir, &manifests_dir)),
             });
             csv_base = Some(PathBuf::from(r));
+        }
+        // `| envsubst |`: the variables the build refers to, with the release's values where
+        // the release has them (its operator image and version), else make's.
+        if let Some(at) = recipe.as_ref().and_then(|r| r.envsubst.clone()) {
+            let mut vars = std::collections::BTreeMap::new();
+            for name in envsubst_references(&objects) {
+                let value = match name.as_str() {
+                    "IMG" if operator.is_some() => Some("{operatorImage}".to_owned()),
+                    "VERSION" => Some("{version}".to_owned()),
+                    _ => var(&name)?.map(|(v, _)| v),
+                };
+                match value {
+                    Some(v) => {
+                        found.push(Found {
+                            key: format!("envsubst.{name}"),
+                            value: v.clone(),
+                            from: at.clone(),
+                        });
+                        vars.insert(name, v);
+                    }
+                    None => to_decide.push(format!(
+                        "{at}: the build refers to `${{{name}}}`, which opship could not read from the Makefile; envsubst makes it empty unless envsubst.{name} is set"
+                    )),
+                }
+            }
+            envsubst = Some(vars);
         }
         for k in crate::bundle::refused_kinds(&objects, &exclude_kinds) {
             to_decide.push(format!(
@@ -488,6 +576,36 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         }
     }
 
+    // The recipe's sed/yq edits that opship has a setting for.
+    let mut releases = releases;
+    for (key, value, at) in recipe.iter().flat_map(|r| &r.settings) {
+        let from = format!("{at} (the recipe's edit)");
+        let release = releases.first_mut();
+        match (key.as_str(), release) {
+            ("replaces", Some(r)) => r.replaces = Some(value.clone()),
+            ("skipRange", Some(r)) => r.skip_range = Some(value.clone()),
+            (k, _) if k.starts_with("labels.") => {
+                labels.insert(k["labels.".len()..].to_owned(), value.clone());
+            }
+            _ => {
+                to_decide.push(format!(
+                    "{at}: the recipe sets {key} to `{value}`; no release version was found to put it on"
+                ));
+                continue;
+            }
+        }
+        let shown = match key.as_str() {
+            "replaces" | "skipRange" => format!("releases[0].{key}"),
+            k => k.to_owned(),
+        };
+        found.retain(|f| f.key != shown);
+        found.push(Found {
+            key: shown,
+            value: value.clone(),
+            from,
+        });
+    }
+
     to_decide.extend(skipped.take());
     let config = Config {
         package,
@@ -496,6 +614,8 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         labels,
         operator,
         manifests: Some(manifests.0),
+        kustomize_edits,
+        envsubst,
         csv_base,
         bundle_dir: Some(bundle_dir),
         images,
@@ -606,6 +726,121 @@ struct SetImage {
     at: String,
 }
 
+/// What a `sed -i` or `yq -i` command of the recipe sets, when opship has a setting for it:
+/// `sed -i 's|olm.skipRange: .*|olm.skipRange: V|' CSV`, `sed -i '/version: X/ a\  replaces:
+/// V' CSV`, `sed -i 's/K: .*/K: V/' …/annotations.yaml` (a bundle label), `yq -i
+/// '.spec.replaces = "V"' CSV`. Anything else is `None` (the command stays listed).
+fn setting_edit(words: &[String]) -> Option<(String, String)> {
+    let program = words.first()?.rsplit('/').next()?;
+    let file = words.last()?;
+    let csv = file.ends_with(".clusterserviceversion.yaml");
+    let annotations = file.ends_with("metadata/annotations.yaml");
+    if !(csv || annotations) || !words.iter().any(|w| w.starts_with("-i")) {
+        return None;
+    }
+    let unquote = |v: &str| v.trim().trim_matches(|c| c == '\'' || c == '"').to_owned();
+    let expr = words[1..words.len() - 1]
+        .iter()
+        .find(|w| !w.is_empty() && !w.starts_with('-'))?
+        .trim();
+    match program {
+        "sed" | "gsed" => {
+            // `/PATTERN/ a\  replaces: V`: a line appended to the CSV.
+            if let Some((_, line)) = expr.split_once(" a\\") {
+                let (k, v) = line.trim().split_once(':')?;
+                return (csv && k.trim() == "replaces").then(|| ("replaces".into(), unquote(v)));
+            }
+            // `sDPATDREPD[flags]` whose replacement is a whole `KEY: VALUE`.
+            let mut chars = expr.chars();
+            if chars.next()? != 's' {
+                return None;
+            }
+            let d = chars.next()?;
+            let parts: Vec<&str> = expr[1 + d.len_utf8()..].split(d).collect();
+            if parts.len() != 3
+                || !parts[2]
+                    .trim_end_matches(';')
+                    .chars()
+                    .all(|c| "gI".contains(c))
+            {
+                return None;
+            }
+            let (k, v) = parts[1].split_once(": ")?;
+            let key = k.trim();
+            if !parts[0].trim_start().starts_with(key) || v.contains('\\') || v.contains('&') {
+                return None;
+            }
+            match (key, csv) {
+                ("olm.skipRange", true) => Some(("skipRange".into(), unquote(v))),
+                ("replaces", true) => Some(("replaces".into(), unquote(v))),
+                (k, false)
+                    if k.contains('.') && !k.starts_with("operators.operatorframework.io.") =>
+                {
+                    Some((format!("labels.{k}"), unquote(v)))
+                }
+                _ => None,
+            }
+        }
+        "yq" => {
+            let (path, v) = expr.split_once('=')?;
+            match (path.trim(), csv) {
+                (".spec.replaces", true) => Some(("replaces".into(), unquote(v))),
+                (".metadata.annotations.\"olm.skipRange\"", true) => {
+                    Some(("skipRange".into(), unquote(v)))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The names of the variables `envsubst` would replace in the objects: `$NAME` and `${NAME}`.
+fn envsubst_references(objects: &[crate::manifest::Object]) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for o in objects {
+        let text = o.value().to_string();
+        let b = text.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'$' {
+                let braced = b.get(i + 1) == Some(&b'{');
+                let start = i + 1 + usize::from(braced);
+                let mut end = start;
+                while end < b.len()
+                    && (b[end].is_ascii_alphanumeric() || b[end] == b'_')
+                    && !(end == start && b[end].is_ascii_digit())
+                {
+                    end += 1;
+                }
+                if end > start && (!braced || b.get(end) == Some(&b'}')) {
+                    names.insert(text[start..end].to_owned());
+                }
+                i = end.max(i + 1);
+            } else {
+                i += 1;
+            }
+        }
+    }
+    names
+}
+
+/// Whether a program is kustomize: `kustomize`, `bin/kustomize`, or a versioned install such
+/// as `bin/kustomize-v5.8.0` (what kubebuilder's newer Makefiles download).
+fn is_kustomize(program: &str) -> bool {
+    let name = program.rsplit('/').next().unwrap_or(program);
+    name == "kustomize" || name.starts_with("kustomize-") || name.starts_with("kustomize_")
+}
+
+/// One `[cd DIR &&] kustomize edit ARGS...` of the recipe.
+#[derive(Debug, Clone)]
+struct RecipeEdit {
+    dir: String,
+    args: Vec<String>,
+    /// `Makefile:LINE`.
+    at: String,
+}
+
 /// What the bundle target runs, from make's dry run.
 #[derive(Debug, Default)]
 struct Recipe {
@@ -615,6 +850,14 @@ struct Recipe {
     flags: Option<GenFlags>,
     /// The image edit that sets the operator image (`controller=…`, else the first).
     set_image: Option<SetImage>,
+    /// Every `kustomize edit` of the recipe, in order (the operator's image kept as the
+    /// placeholder).
+    edits: Vec<RecipeEdit>,
+    /// `Makefile:LINE` of a plain `| envsubst |` between the build and operator-sdk.
+    envsubst: Option<String>,
+    /// Edits of the bundle that set what opship has a setting for: (setting, value,
+    /// `Makefile:LINE`), e.g. (`labels.com.redhat.openshift.versions`, `v4.12`).
+    settings: Vec<(String, String, String)>,
     /// What the user has to know: commands opship does not run, with Makefile:LINE.
     notes: Vec<String>,
 }
@@ -673,10 +916,14 @@ impl Recipe {
                         let p = &cmds[j].words;
                         if let Some(k) = p.iter().position(|x| x == "build")
                             && k > 0
-                            && p[k - 1].ends_with("kustomize")
+                            && is_kustomize(&p[k - 1])
                             && let Some(d) = p[k + 1..].iter().find(|x| !x.starts_with('-'))
                         {
                             r.build_dir = Some((d.trim_end_matches('/').to_owned(), at.clone()));
+                        } else if p.len() == 1
+                            && (p[0] == "envsubst" || p[0].ends_with("/envsubst"))
+                        {
+                            r.envsubst = Some(at.clone());
                         } else if !p.is_empty() {
                             r.notes.push(format!(
                                 "{at}: the recipe pipes the build through `{}` before operator-sdk; opship does not run it",
@@ -697,31 +944,34 @@ impl Recipe {
                     uses = true;
                     continue;
                 }
-                if w.len() >= 4
-                    && w[0].ends_with("kustomize")
-                    && w[1] == "edit"
-                    && w[2] == "set"
-                    && w[3] == "image"
-                {
+                if w.len() >= 2 && is_kustomize(&w[0]) && w[1] == "edit" {
                     uses = true;
-                    for arg in &w[4..] {
-                        if let Some((name, image)) = arg.split_once('=') {
-                            images.push(SetImage {
-                                name: name.to_owned(),
-                                image: image.to_owned(),
-                                dir: cd.clone().unwrap_or_else(|| ".".into()),
-                                at: at.clone(),
-                            });
+                    let dir = cd.clone().unwrap_or_else(|| ".".into());
+                    if w.len() >= 4 && w[2] == "set" && w[3] == "image" {
+                        for arg in &w[4..] {
+                            if let Some((name, image)) = arg.split_once('=') {
+                                images.push(SetImage {
+                                    name: name.to_owned(),
+                                    image: image.to_owned(),
+                                    dir: dir.clone(),
+                                    at: at.clone(),
+                                });
+                            }
                         }
                     }
+                    r.edits.push(RecipeEdit {
+                        dir,
+                        args: w[2..].to_vec(),
+                        at: at.clone(),
+                    });
                     continue;
                 }
-                if w.len() >= 2 && w[0].ends_with("kustomize") && w[1] == "edit" {
-                    r.notes.push(format!(
-                        "{at}: `{}` edits the kustomization before the build; opship does not run it",
-                        w.join(" ")
-                    ));
+                // A one-command edit of the bundle that sets what opship has a setting for.
+                if cmds.len() == 1
+                    && let Some((key, value)) = setting_edit(w)
+                {
                     uses = true;
+                    r.settings.push((key, value, at.clone()));
                     continue;
                 }
                 // A script given the generation flags runs the generation itself.
@@ -768,15 +1018,17 @@ impl Recipe {
             .find(|i| i.name == "controller")
             .or(images.first())
             .cloned();
-        for i in &images {
-            if r.set_image
-                .as_ref()
-                .is_some_and(|s| s.name != i.name || s.dir != i.dir)
-            {
-                r.notes.push(format!(
-                    "{}: the recipe sets the image `{}` to `{}` in {}; opship does not run it",
-                    i.at, i.name, i.image, i.dir
-                ));
+        // The operator's image keeps the placeholder, which generation replaces with the
+        // release's image; every other edit runs as the recipe wrote it.
+        if let Some(op) = &r.set_image {
+            for e in r.edits.iter_mut().filter(|e| e.dir == op.dir) {
+                if e.args.len() >= 2 && e.args[0] == "set" && e.args[1] == "image" {
+                    for a in &mut e.args[2..] {
+                        if a.split_once('=').is_some_and(|(n, _)| n == op.name) {
+                            *a = format!("{0}={0}", op.name);
+                        }
+                    }
+                }
             }
         }
         if r.flags.is_none() {
@@ -991,5 +1243,62 @@ fn prune(v: &mut Value) {
             Value::String(s) => !s.is_empty(),
             Value::Number(_) => true,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A command's words and the setting it makes, if any.
+    type Case<'a> = (&'a [&'a str], Option<(&'a str, &'a str)>);
+
+    fn words(s: &[&str]) -> Vec<String> {
+        s.iter().map(|w| (*w).to_owned()).collect()
+    }
+
+    #[test]
+    fn setting_edits() {
+        const CSV: &str = "bundle/manifests/op.clusterserviceversion.yaml";
+        let cases: [Case; 6] = [
+            (
+                &["bin/yq", "-i", ".spec.replaces = \"op.v1.0.0\"", CSV],
+                Some(("replaces", "op.v1.0.0")),
+            ),
+            // `$(SED_INLINE)` is `sed -i ''` on macOS-minded Makefiles.
+            (
+                &[
+                    "sed",
+                    "-i",
+                    "",
+                    "s/olm.skipRange: .*/olm.skipRange: '<1.2.0'/",
+                    CSV,
+                ],
+                Some(("skipRange", "<1.2.0")),
+            ),
+            (
+                &[
+                    "sed",
+                    "-i",
+                    "s/com.redhat.openshift.versions: .*/com.redhat.openshift.versions: v4.14/",
+                    "bundle/metadata/annotations.yaml",
+                ],
+                Some(("labels.com.redhat.openshift.versions", "v4.14")),
+            ),
+            // Not in place, not a setting, or a replacement that uses the match.
+            (&["sed", "s/replaces: .*/replaces: x/", CSV], None),
+            (
+                &["sed", "-i", "s/displayName: A/displayName: B/", CSV],
+                None,
+            ),
+            (&["sed", "-i", "s/replaces: .*/replaces: &-x/", CSV], None),
+        ];
+        for (cmd, want) in cases {
+            assert_eq!(
+                setting_edit(&words(cmd)),
+                want.map(|(k, v)| (k.to_owned(), v.to_owned())),
+                "{cmd:?}"
+            );
+        }
     }
 }

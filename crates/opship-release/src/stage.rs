@@ -176,8 +176,13 @@ fn generate(plan: &Plan, options: &crate::Options<'_>) -> Result<bundle::Bundle>
             ))
         })?;
     let operator = c.operator.as_ref();
-    let objects =
-        manifest::load_with(&source, operator.map(|o| o.placeholder())).map_err(|e| err(&e))?;
+    let objects = manifest::load_with(
+        &source,
+        operator.map(|o| o.placeholder()),
+        &project.kustomize_edits(&plan.version),
+        project.envsubst_vars(&plan.version, operator).as_ref(),
+    )
+    .map_err(|e| err(&e))?;
     let base_csv = match &c.csv_base {
         Some(p) => Some(load_one(&project.resolve(p))?),
         None => None,
