@@ -533,3 +533,52 @@ fn verify_of_many_large_signature_layers_stays_small() {
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(kib < MAX_RSS_KIB, "peak RSS {kib} KiB");
 }
+
+/// Issue 28, finding 6: one package of 50,000 bundles in a replaces chain (the issue's shape,
+/// about 12 MB here) is validated, rendered and graphed; each pass was quadratic in the
+/// documents of the file and did not finish. No time is asserted: a quadratic pass makes this
+/// test run for hours instead of seconds. Peak RSS stays under the bound.
+#[test]
+fn a_long_replaces_chain_is_validated_rendered_and_graphed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("catalog/chain");
+    std::fs::create_dir_all(&dir).unwrap();
+    let n = 50_000;
+    let mut text = String::from(
+        "{\"schema\":\"olm.package\",\"name\":\"chain\",\"defaultChannel\":\"stable\"}\n",
+    );
+    let name = |i: usize| format!("chain.v{}.{}.0", i / 100, i % 100);
+    let entries: Vec<String> = (0..n)
+        .map(|i| match i {
+            0 => format!("{{\"name\":\"{}\"}}", name(i)),
+            _ => format!(
+                "{{\"name\":\"{}\",\"replaces\":\"{}\"}}",
+                name(i),
+                name(i - 1)
+            ),
+        })
+        .collect();
+    text.push_str(&format!(
+        "{{\"schema\":\"olm.channel\",\"name\":\"stable\",\"package\":\"chain\",\"entries\":[{}]}}\n",
+        entries.join(",")
+    ));
+    for i in 0..n {
+        text.push_str(&format!(
+            "{{\"schema\":\"olm.bundle\",\"name\":\"{}\",\"package\":\"chain\",\"image\":\"quay.io/x/chain-bundle:v{}.{}.0\",\"properties\":[{{\"type\":\"olm.package\",\"value\":{{\"packageName\":\"chain\",\"version\":\"{}.{}.0\"}}}}]}}\n",
+            name(i), i / 100, i % 100, i / 100, i % 100
+        ));
+    }
+    std::fs::write(dir.join("catalog.json"), text).unwrap();
+    let catalog = tmp.path().join("catalog");
+    let catalog = catalog.to_str().unwrap();
+    for args in [
+        &["catalog", "validate", catalog][..],
+        &["catalog", "render", catalog, "-o", "json"][..],
+        &["catalog", "graph", catalog][..],
+    ] {
+        let (r, kib) = measured(tmp.path(), args);
+        eprintln!("{args:?}: exit {}, peak RSS {} MiB", r.code, kib / 1024);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        assert!(kib < MAX_RSS_KIB, "{args:?}: peak RSS {kib} KiB");
+    }
+}
