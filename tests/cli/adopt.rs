@@ -336,10 +336,12 @@ fn several_bundle_targets_are_chosen_with_target() {
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
     assert!(cfg.contains("manifests: config/manifests/k8s\n"), "{cfg}");
-    // `$(MAKE) add-community-edition-to-display-name` after generation is listed.
+    // `$(MAKE) add-community-edition-to-display-name` after generation is dry-run too: its
+    // sed is read with its own line and the line that calls it.
     assert!(
-        r.stdout
-            .contains("make add-community-edition-to-display-name"),
+        r.stdout.contains(
+            "Makefile:343 (`make add-community-edition-to-display-name` at Makefile:387)"
+        ),
         "{}",
         r.stdout
     );

@@ -875,11 +875,12 @@ impl Recipe {
             }
             e => e,
         })?;
+        let steps = expand_sub_makes(dir, steps, vars, &mut vec![target.to_owned()]);
         let mut r = Recipe::default();
         let mut images: Vec<SetImage> = Vec::new();
         let mut generated = false;
-        for step in &steps {
-            let at = step.location();
+        for (step, at) in &steps {
+            let at = at.clone();
             let cmds = match crate::shell::split(&step.text) {
                 Ok(c) => c,
                 Err(e) => {
@@ -1038,6 +1039,92 @@ impl Recipe {
         }
         Ok(r)
     }
+}
+
+/// How deep sub-makes of sub-makes are followed.
+const MAX_SUB_MAKE_DEPTH: usize = 4;
+
+/// The steps with each sub-make (`$(MAKE) T [VAR=V…]`, printed as `: opship-sub-make T`)
+/// replaced by the commands of T's own recipe from a dry run of T (the same bounded runner),
+/// each with its `Makefile:LINE` and the sub-make line that runs it, as commands of the
+/// calling recipe. T's prerequisites
+/// (tool downloads) are left out, as the bundle target's own are; a sub-make whose dry run
+/// fails, that recurses, or that is nested too deep stays as it is (then listed as not run).
+fn expand_sub_makes(
+    dir: &Path,
+    steps: Vec<crate::make::Step>,
+    vars: &[(String, String)],
+    chain: &mut Vec<String>,
+) -> Vec<(crate::make::Step, String)> {
+    let mut out = Vec::new();
+    for step in steps {
+        let at = step.location();
+        let sub = sub_make_call(&step.text).filter(|(targets, _)| {
+            !targets.is_empty()
+                && chain.len() < MAX_SUB_MAKE_DEPTH
+                && targets.iter().all(|t| !chain.contains(t))
+        });
+        let Some((targets, extra)) = sub else {
+            out.push((step, at));
+            continue;
+        };
+        let mut sub_vars = vars.to_vec();
+        for (k, v) in extra {
+            sub_vars.retain(|(x, _)| *x != k);
+            sub_vars.push((k, v));
+        }
+        let mut expanded = Vec::new();
+        let mut ok = true;
+        for t in &targets {
+            match crate::make::dry_run(dir, t, &sub_vars) {
+                Ok(s) => {
+                    chain.push(t.clone());
+                    let own: Vec<_> = s.into_iter().filter(|x| x.target == *t).collect();
+                    for (mut x, inner) in expand_sub_makes(dir, own, &sub_vars, chain) {
+                        // The commands are the calling recipe's own.
+                        x.target = step.target.clone();
+                        expanded.push((x, format!("{inner} (`make {t}` at {at})")));
+                    }
+                    chain.pop();
+                }
+                Err(_) => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        if ok {
+            out.extend(expanded);
+        } else {
+            out.push((step, at));
+        }
+    }
+    out
+}
+
+/// The targets and variables of a sub-make line (`[VAR=V …] : opship-sub-make T… [VAR=V…]`).
+fn sub_make_call(text: &str) -> Option<(Vec<String>, Vec<(String, String)>)> {
+    let cmds = crate::shell::split(text).ok()?;
+    let [c] = cmds.as_slice() else {
+        return None;
+    };
+    let marker: Vec<&str> = crate::make::SUB_MAKE.split(' ').collect();
+    if c.words.len() < marker.len() || c.words[..marker.len()] != marker[..] {
+        return None;
+    }
+    let mut vars = c.assignments.clone();
+    let mut targets = Vec::new();
+    for w in &c.words[marker.len()..] {
+        if let Some((k, v)) = w.split_once('=') {
+            vars.push((k.to_owned(), v.to_owned()));
+        } else if w.starts_with('-') {
+            // make's own flags (`-C`, `-f`) change what the sub-make reads: not followed.
+            return None;
+        } else {
+            targets.push(w.clone());
+        }
+    }
+    Some((targets, vars))
 }
 
 /// What a committed `metadata/annotations.yaml` says.
@@ -1300,5 +1387,42 @@ mod tests {
                 "{cmd:?}"
             );
         }
+    }
+
+    /// Issue 25, fault 6: a sub-make's own commands are read as the recipe's, with their
+    /// Makefile:LINE and the line that calls them; its prerequisites and a recursive call
+    /// are not followed.
+    #[test]
+    fn sub_makes_are_dry_run_too() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("Makefile"),
+            "CSV = bundle/manifests/op.clusterserviceversion.yaml\nbundle: tool\n\toperator-sdk generate bundle -q\n\t$(MAKE) post V=2\ntool:\n\techo download\npost: tool\n\tsed -i 's/a: .*/a: $(V)/' $(CSV)\n\t$(MAKE) post\n",
+        )
+        .unwrap();
+        let steps = crate::make::dry_run(d.path(), "bundle", &[]).unwrap();
+        let got: Vec<(String, String, String)> =
+            expand_sub_makes(d.path(), steps, &[], &mut vec!["bundle".into()])
+                .into_iter()
+                .map(|(s, at)| (s.target, at, s.text))
+                .collect();
+        let s = |a: &str, b: &str, c: &str| (a.to_owned(), b.to_owned(), c.to_owned());
+        assert_eq!(
+            got,
+            vec![
+                s("tool", "Makefile:6", "echo download"),
+                s("bundle", "Makefile:3", "operator-sdk generate bundle -q"),
+                s(
+                    "bundle",
+                    "Makefile:8 (`make post` at Makefile:4)",
+                    "sed -i 's/a: .*/a: 2/' bundle/manifests/op.clusterserviceversion.yaml"
+                ),
+                s(
+                    "bundle",
+                    "Makefile:9 (`make post` at Makefile:4)",
+                    ": opship-sub-make post"
+                ),
+            ]
+        );
     }
 }
