@@ -345,6 +345,11 @@ fn several_bundle_targets_are_chosen_with_target() {
         "{}",
         r.stdout
     );
+    // That sed sets the CSV's display name: opship's `displayName` setting.
+    assert!(
+        cfg.contains("displayName: Node Health Check Operator - Community Edition\n"),
+        "{cfg}"
+    );
 }
 
 /// Issue 25, faults 8 and 9 (kmm, snr): with several `kustomize edit set image` lines the
@@ -543,7 +548,6 @@ fn real_makefiles_reproduce_make_bundle() {
             version: None,
             differences: &[
                 "~ {NHC} metadata.annotations.containerImage",
-                "~ {NHC} spec.displayName",
                 "+ {NHC} spec.relatedImages",
             ],
         },

@@ -578,10 +578,12 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
 
     // The recipe's sed/yq edits that opship has a setting for.
     let mut releases = releases;
+    let mut display_name = None;
     for (key, value, at) in recipe.iter().flat_map(|r| &r.settings) {
         let from = format!("{at} (the recipe's edit)");
         let release = releases.first_mut();
         match (key.as_str(), release) {
+            ("displayName", _) => display_name = Some(value.clone()),
             ("replaces", Some(r)) => r.replaces = Some(value.clone()),
             ("skipRange", Some(r)) => r.skip_range = Some(value.clone()),
             (k, _) if k.starts_with("labels.") => {
@@ -617,6 +619,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         kustomize_edits,
         envsubst,
         csv_base,
+        display_name,
         bundle_dir: Some(bundle_dir),
         images,
         exclude_kinds: Some(exclude_kinds),
@@ -729,7 +732,8 @@ struct SetImage {
 /// What a `sed -i` or `yq -i` command of the recipe sets, when opship has a setting for it:
 /// `sed -i 's|olm.skipRange: .*|olm.skipRange: V|' CSV`, `sed -i '/version: X/ a\  replaces:
 /// V' CSV`, `sed -i 's/K: .*/K: V/' …/annotations.yaml` (a bundle label), `yq -i
-/// '.spec.replaces = "V"' CSV`. Anything else is `None` (the command stays listed).
+/// '.spec.replaces = "V"' CSV`, `sed -i 's|displayName: A|displayName: B|' CSV` and `yq -i
+/// '.spec.displayName = "B"' CSV` (the display name). Anything else is `None` (the command stays listed).
 fn setting_edit(words: &[String]) -> Option<(String, String)> {
     let program = words.first()?.rsplit('/').next()?;
     let file = words.last()?;
@@ -772,6 +776,7 @@ fn setting_edit(words: &[String]) -> Option<(String, String)> {
             }
             match (key, csv) {
                 ("olm.skipRange", true) => Some(("skipRange".into(), unquote(v))),
+                ("displayName", true) => Some(("displayName".into(), unquote(v))),
                 ("replaces", true) => Some(("replaces".into(), unquote(v))),
                 (k, false)
                     if k.contains('.') && !k.starts_with("operators.operatorframework.io.") =>
@@ -785,6 +790,7 @@ fn setting_edit(words: &[String]) -> Option<(String, String)> {
             let (path, v) = expr.split_once('=')?;
             match (path.trim(), csv) {
                 (".spec.replaces", true) => Some(("replaces".into(), unquote(v))),
+                (".spec.displayName", true) => Some(("displayName".into(), unquote(v))),
                 (".metadata.annotations.\"olm.skipRange\"", true) => {
                     Some(("skipRange".into(), unquote(v)))
                 }
@@ -1347,7 +1353,7 @@ mod tests {
     #[test]
     fn setting_edits() {
         const CSV: &str = "bundle/manifests/op.clusterserviceversion.yaml";
-        let cases: [Case; 6] = [
+        let cases: [Case; 8] = [
             (
                 &["bin/yq", "-i", ".spec.replaces = \"op.v1.0.0\"", CSV],
                 Some(("replaces", "op.v1.0.0")),
@@ -1372,10 +1378,25 @@ mod tests {
                 ],
                 Some(("labels.com.redhat.openshift.versions", "v4.14")),
             ),
+            // nhc's `add-community-edition-to-display-name`.
+            (
+                &[
+                    "sed",
+                    "-r",
+                    "-i",
+                    "s|displayName: Op|displayName: Op - Community Edition|;",
+                    CSV,
+                ],
+                Some(("displayName", "Op - Community Edition")),
+            ),
+            (
+                &["yq", "-i", ".spec.displayName = \"Op CE\"", CSV],
+                Some(("displayName", "Op CE")),
+            ),
             // Not in place, not a setting, or a replacement that uses the match.
             (&["sed", "s/replaces: .*/replaces: x/", CSV], None),
             (
-                &["sed", "-i", "s/displayName: A/displayName: B/", CSV],
+                &["sed", "-i", "s/description: A/description: B/", CSV],
                 None,
             ),
             (&["sed", "-i", "s/replaces: .*/replaces: &-x/", CSV], None),
