@@ -1108,8 +1108,11 @@ fn expand_sub_makes(
     out
 }
 
+/// Make variables given on a command line: (name, value).
+type MakeVars = Vec<(String, String)>;
+
 /// The targets and variables of a sub-make line (`[VAR=V …] : opship-sub-make T… [VAR=V…]`).
-fn sub_make_call(text: &str) -> Option<(Vec<String>, Vec<(String, String)>)> {
+fn sub_make_call(text: &str) -> Option<(Vec<String>, MakeVars)> {
     let cmds = crate::shell::split(text).ok()?;
     let [c] = cmds.as_slice() else {
         return None;
