@@ -887,6 +887,10 @@ impl Recipe {
         let mut generated = false;
         for (step, at) in &steps {
             let at = at.clone();
+            // A recipe's `# comment` line is printed by make and does nothing in the shell.
+            if step.text.trim_start().starts_with('#') {
+                continue;
+            }
             let cmds = match crate::shell::split(&step.text) {
                 Ok(c) => c,
                 Err(e) => {
@@ -1196,12 +1200,16 @@ fn check_reference(r: &str, from: &str) -> Result<()> {
     }
 }
 
+/// The first line of a command, at most 300 characters: a recipe may carry megabytes on a line
+/// (nhc's base64 icon), and a note names the command, not its data.
 fn first_line(s: &str) -> String {
+    const MAX: usize = 300;
     let l = s.lines().next().unwrap_or_default();
-    if l.len() < s.len() {
-        format!("{l} …")
+    let cut: String = l.chars().take(MAX).collect();
+    if cut.len() < s.len() {
+        format!("{cut} …")
     } else {
-        l.to_owned()
+        cut
     }
 }
 
@@ -1411,6 +1419,29 @@ mod tests {
                 "{cmd:?}"
             );
         }
+    }
+
+    /// Notes name a command by its first line, cut to 300 characters; comment lines are not
+    /// commands.
+    #[test]
+    fn notes_are_short_and_skip_comments() {
+        let d = tempfile::tempdir().unwrap();
+        let long = "x".repeat(10_000);
+        std::fs::write(
+            d.path().join("Makefile"),
+            format!("bundle:\n\toperator-sdk generate bundle -q\n\t# a comment\n\t$(MAKE) post\npost:\n\techo {long} > f\n"),
+        )
+        .unwrap();
+        let r = Recipe::read(d.path(), "bundle", &[]).unwrap();
+        assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+        assert!(
+            r.notes[0]
+                .starts_with("Makefile:6 (`make post` at Makefile:4): the recipe runs `echo xxx")
+                && r.notes[0].contains("x …` after generation")
+                && r.notes[0].len() < 450,
+            "{:?}",
+            r.notes
+        );
     }
 
     /// Issue 25, fault 6: a sub-make's own commands are read as the recipe's, with their
