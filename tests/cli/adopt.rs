@@ -336,12 +336,19 @@ fn several_bundle_targets_are_chosen_with_target() {
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
     assert!(cfg.contains("manifests: config/manifests/k8s\n"), "{cfg}");
-    // `$(MAKE) add-community-edition-to-display-name` after generation is listed.
+    // `$(MAKE) add-community-edition-to-display-name` after generation is dry-run too: its
+    // sed is read with its own line and the line that calls it.
     assert!(
-        r.stdout
-            .contains("make add-community-edition-to-display-name"),
+        r.stdout.contains(
+            "Makefile:343 (`make add-community-edition-to-display-name` at Makefile:387)"
+        ),
         "{}",
         r.stdout
+    );
+    // That sed sets the CSV's display name: opship's `displayName` setting.
+    assert!(
+        cfg.contains("displayName: Node Health Check Operator - Community Edition\n"),
+        "{cfg}"
     );
 }
 
@@ -541,7 +548,6 @@ fn real_makefiles_reproduce_make_bundle() {
             version: None,
             differences: &[
                 "~ {NHC} metadata.annotations.containerImage",
-                "~ {NHC} spec.displayName",
                 "+ {NHC} spec.relatedImages",
             ],
         },
@@ -835,9 +841,11 @@ bundle:\n\tcd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG) he
     }
 }
 
-/// Issue 25, fault 6: the recipe's `sed -i` edits of the bundle that opship has a setting for
-/// (`olm.skipRange`, `replaces`, a bundle label) become those settings, and `generate` gives
-/// what the edits gave; any other edit stays listed with its Makefile:LINE.
+/// Issue 25, fault 6: the recipe's `sed -i`/`yq -i` edits of the bundle that opship has a
+/// setting for (`olm.skipRange`, `replaces`, a bundle label, `displayName`) become those
+/// settings, and `generate` gives what the edits gave; any other edit (a CSV annotation, a
+/// file copied into `manifests/`: opship has no setting for them) stays listed with its
+/// Makefile:LINE.
 #[test]
 fn recipe_edits_with_a_setting_become_settings() {
     let (_t, p) = copy("sdk-go-memcached");
@@ -848,7 +856,10 @@ bundle:\n\tkustomize build config/manifests | operator-sdk generate bundle -q --
 \tsed -r -i \"s|olm.skipRange: .*|olm.skipRange: '>=0.0.1 <0.0.2'|;\" $(CSV)\n\
 \tsed -i \"/  version: 0.0.2/ a\\  replaces: memcached-operator.v0.0.1\" $(CSV)\n\
 \tsed -i 's/com.redhat.openshift.versions: .*/com.redhat.openshift.versions: v4.12/' bundle/metadata/annotations.yaml\n\
-\tsed -i 's/Memcached/Cached/' $(CSV)\n",
+\tsed -i 's/Memcached/Cached/' $(CSV)\n\
+\tyq -i '.spec.displayName = \"Memcached CE\"' $(CSV)\n\
+\tyq -i '.metadata.annotations.\"features.operators.openshift.io/disconnected\" = \"true\"' $(CSV)\n\
+\tcp extra.yaml bundle/manifests/\n",
     )
     .unwrap();
     init_and_generate(&p, &["--from-operator-sdk"], "opship.yaml");
@@ -860,13 +871,17 @@ bundle:\n\tkustomize build config/manifests | operator-sdk generate bundle -q --
         "{cfg}"
     );
     assert!(
-        cfg.contains("Makefile:7: the recipe runs `sed -i 's/Memcached/Cached/'"),
+        cfg.contains("Makefile:7: the recipe runs `sed -i 's/Memcached/Cached/'")
+            && cfg.contains("Makefile:9: the recipe runs `yq -i '.metadata.annotations.")
+            && cfg.contains("Makefile:10: the recipe runs `cp extra.yaml bundle/manifests/`"),
         "{cfg}"
     );
+    assert!(cfg.contains("displayName: Memcached CE\n"), "{cfg}");
     let csv = std::fs::read_to_string(p.join("bundle").join(CSV_MEMCACHED)).unwrap();
     assert!(
         csv.contains("olm.skipRange: \">=0.0.1 <0.0.2\"")
-            && csv.contains("replaces: memcached-operator.v0.0.1"),
+            && csv.contains("replaces: memcached-operator.v0.0.1")
+            && csv.contains("\n  displayName: Memcached CE\n"),
         "{csv}"
     );
     let annotations = std::fs::read_to_string(p.join("bundle/metadata/annotations.yaml")).unwrap();

@@ -44,6 +44,10 @@ pub struct Config {
     /// The base ClusterServiceVersion (descriptions, icon, install modes, ...).
     #[serde(default)]
     pub csv_base: Option<PathBuf>,
+    /// The CSV's `spec.displayName`, over the base CSV's (what a recipe's
+    /// `sed -i 's|displayName: A|displayName: B|' CSV` does after generation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
     /// Where bundles are written; `{version}` is replaced (default `bundle/{version}`).
     #[serde(default)]
     pub bundle_dir: Option<String>,
@@ -344,6 +348,14 @@ impl Project {
                     "`package: {}` is not a DNS-1123 label (lower-case letters, digits and '-', at most 63)",
                     config.package
                 ),
+            ));
+        }
+        if let Some(d) = &config.display_name
+            && (d.trim().is_empty() || d.contains('\n'))
+        {
+            return Err(Error::invalid(
+                Origin::file(path),
+                "`displayName` must be one non-empty line (the CSV's spec.displayName)",
             ));
         }
         let root = path

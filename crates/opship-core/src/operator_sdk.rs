@@ -578,10 +578,12 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
 
     // The recipe's sed/yq edits that opship has a setting for.
     let mut releases = releases;
+    let mut display_name = None;
     for (key, value, at) in recipe.iter().flat_map(|r| &r.settings) {
         let from = format!("{at} (the recipe's edit)");
         let release = releases.first_mut();
         match (key.as_str(), release) {
+            ("displayName", _) => display_name = Some(value.clone()),
             ("replaces", Some(r)) => r.replaces = Some(value.clone()),
             ("skipRange", Some(r)) => r.skip_range = Some(value.clone()),
             (k, _) if k.starts_with("labels.") => {
@@ -617,6 +619,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         kustomize_edits,
         envsubst,
         csv_base,
+        display_name,
         bundle_dir: Some(bundle_dir),
         images,
         exclude_kinds: Some(exclude_kinds),
@@ -729,7 +732,8 @@ struct SetImage {
 /// What a `sed -i` or `yq -i` command of the recipe sets, when opship has a setting for it:
 /// `sed -i 's|olm.skipRange: .*|olm.skipRange: V|' CSV`, `sed -i '/version: X/ a\  replaces:
 /// V' CSV`, `sed -i 's/K: .*/K: V/' …/annotations.yaml` (a bundle label), `yq -i
-/// '.spec.replaces = "V"' CSV`. Anything else is `None` (the command stays listed).
+/// '.spec.replaces = "V"' CSV`, `sed -i 's|displayName: A|displayName: B|' CSV` and `yq -i
+/// '.spec.displayName = "B"' CSV` (the display name). Anything else is `None` (the command stays listed).
 fn setting_edit(words: &[String]) -> Option<(String, String)> {
     let program = words.first()?.rsplit('/').next()?;
     let file = words.last()?;
@@ -772,6 +776,7 @@ fn setting_edit(words: &[String]) -> Option<(String, String)> {
             }
             match (key, csv) {
                 ("olm.skipRange", true) => Some(("skipRange".into(), unquote(v))),
+                ("displayName", true) => Some(("displayName".into(), unquote(v))),
                 ("replaces", true) => Some(("replaces".into(), unquote(v))),
                 (k, false)
                     if k.contains('.') && !k.starts_with("operators.operatorframework.io.") =>
@@ -785,6 +790,7 @@ fn setting_edit(words: &[String]) -> Option<(String, String)> {
             let (path, v) = expr.split_once('=')?;
             match (path.trim(), csv) {
                 (".spec.replaces", true) => Some(("replaces".into(), unquote(v))),
+                (".spec.displayName", true) => Some(("displayName".into(), unquote(v))),
                 (".metadata.annotations.\"olm.skipRange\"", true) => {
                     Some(("skipRange".into(), unquote(v)))
                 }
@@ -875,11 +881,16 @@ impl Recipe {
             }
             e => e,
         })?;
+        let steps = expand_sub_makes(dir, steps, vars, &mut vec![target.to_owned()]);
         let mut r = Recipe::default();
         let mut images: Vec<SetImage> = Vec::new();
         let mut generated = false;
-        for step in &steps {
-            let at = step.location();
+        for (step, at) in &steps {
+            let at = at.clone();
+            // A recipe's `# comment` line is printed by make and does nothing in the shell.
+            if step.text.trim_start().starts_with('#') {
+                continue;
+            }
             let cmds = match crate::shell::split(&step.text) {
                 Ok(c) => c,
                 Err(e) => {
@@ -1040,6 +1051,95 @@ impl Recipe {
     }
 }
 
+/// How deep sub-makes of sub-makes are followed.
+const MAX_SUB_MAKE_DEPTH: usize = 4;
+
+/// The steps with each sub-make (`$(MAKE) T [VAR=V…]`, printed as `: opship-sub-make T`)
+/// replaced by the commands of T's own recipe from a dry run of T (the same bounded runner),
+/// each with its `Makefile:LINE` and the sub-make line that runs it, as commands of the
+/// calling recipe. T's prerequisites
+/// (tool downloads) are left out, as the bundle target's own are; a sub-make whose dry run
+/// fails, that recurses, or that is nested too deep stays as it is (then listed as not run).
+fn expand_sub_makes(
+    dir: &Path,
+    steps: Vec<crate::make::Step>,
+    vars: &[(String, String)],
+    chain: &mut Vec<String>,
+) -> Vec<(crate::make::Step, String)> {
+    let mut out = Vec::new();
+    for step in steps {
+        let at = step.location();
+        let sub = sub_make_call(&step.text).filter(|(targets, _)| {
+            !targets.is_empty()
+                && chain.len() < MAX_SUB_MAKE_DEPTH
+                && targets.iter().all(|t| !chain.contains(t))
+        });
+        let Some((targets, extra)) = sub else {
+            out.push((step, at));
+            continue;
+        };
+        let mut sub_vars = vars.to_vec();
+        for (k, v) in extra {
+            sub_vars.retain(|(x, _)| *x != k);
+            sub_vars.push((k, v));
+        }
+        let mut expanded = Vec::new();
+        let mut ok = true;
+        for t in &targets {
+            match crate::make::dry_run(dir, t, &sub_vars) {
+                Ok(s) => {
+                    chain.push(t.clone());
+                    let own: Vec<_> = s.into_iter().filter(|x| x.target == *t).collect();
+                    for (mut x, inner) in expand_sub_makes(dir, own, &sub_vars, chain) {
+                        // The commands are the calling recipe's own.
+                        x.target = step.target.clone();
+                        expanded.push((x, format!("{inner} (`make {t}` at {at})")));
+                    }
+                    chain.pop();
+                }
+                Err(_) => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        if ok {
+            out.extend(expanded);
+        } else {
+            out.push((step, at));
+        }
+    }
+    out
+}
+
+/// Make variables given on a command line: (name, value).
+type MakeVars = Vec<(String, String)>;
+
+/// The targets and variables of a sub-make line (`[VAR=V …] : opship-sub-make T… [VAR=V…]`).
+fn sub_make_call(text: &str) -> Option<(Vec<String>, MakeVars)> {
+    let cmds = crate::shell::split(text).ok()?;
+    let [c] = cmds.as_slice() else {
+        return None;
+    };
+    let marker: Vec<&str> = crate::make::SUB_MAKE.split(' ').collect();
+    if c.words.len() < marker.len() || c.words[..marker.len()] != marker[..] {
+        return None;
+    }
+    let mut vars = c.assignments.clone();
+    let mut targets = Vec::new();
+    for w in &c.words[marker.len()..] {
+        if let Some((k, v)) = w.split_once('=') {
+            vars.push((k.to_owned(), v.to_owned()));
+        } else if w.starts_with('-') {
+            // make's own flags (`-C`, `-f`) change what the sub-make reads: not followed.
+            return None;
+        } else {
+            targets.push(w.clone());
+        }
+    }
+    Some((targets, vars))
+}
+
 /// What a committed `metadata/annotations.yaml` says.
 #[derive(Debug, Default)]
 struct KeptMetadata {
@@ -1100,12 +1200,16 @@ fn check_reference(r: &str, from: &str) -> Result<()> {
     }
 }
 
+/// The first line of a command, at most 300 characters: a recipe may carry megabytes on a line
+/// (nhc's base64 icon), and a note names the command, not its data.
 fn first_line(s: &str) -> String {
+    const MAX: usize = 300;
     let l = s.lines().next().unwrap_or_default();
-    if l.len() < s.len() {
-        format!("{l} …")
+    let cut: String = l.chars().take(MAX).collect();
+    if cut.len() < s.len() {
+        format!("{cut} …")
     } else {
-        l.to_owned()
+        cut
     }
 }
 
@@ -1260,7 +1364,7 @@ mod tests {
     #[test]
     fn setting_edits() {
         const CSV: &str = "bundle/manifests/op.clusterserviceversion.yaml";
-        let cases: [Case; 6] = [
+        let cases: [Case; 8] = [
             (
                 &["bin/yq", "-i", ".spec.replaces = \"op.v1.0.0\"", CSV],
                 Some(("replaces", "op.v1.0.0")),
@@ -1285,10 +1389,25 @@ mod tests {
                 ],
                 Some(("labels.com.redhat.openshift.versions", "v4.14")),
             ),
+            // nhc's `add-community-edition-to-display-name`.
+            (
+                &[
+                    "sed",
+                    "-r",
+                    "-i",
+                    "s|displayName: Op|displayName: Op - Community Edition|;",
+                    CSV,
+                ],
+                Some(("displayName", "Op - Community Edition")),
+            ),
+            (
+                &["yq", "-i", ".spec.displayName = \"Op CE\"", CSV],
+                Some(("displayName", "Op CE")),
+            ),
             // Not in place, not a setting, or a replacement that uses the match.
             (&["sed", "s/replaces: .*/replaces: x/", CSV], None),
             (
-                &["sed", "-i", "s/displayName: A/displayName: B/", CSV],
+                &["sed", "-i", "s/description: A/description: B/", CSV],
                 None,
             ),
             (&["sed", "-i", "s/replaces: .*/replaces: &-x/", CSV], None),
@@ -1300,5 +1419,65 @@ mod tests {
                 "{cmd:?}"
             );
         }
+    }
+
+    /// Notes name a command by its first line, cut to 300 characters; comment lines are not
+    /// commands.
+    #[test]
+    fn notes_are_short_and_skip_comments() {
+        let d = tempfile::tempdir().unwrap();
+        let long = "x".repeat(10_000);
+        std::fs::write(
+            d.path().join("Makefile"),
+            format!("bundle:\n\toperator-sdk generate bundle -q\n\t# a comment\n\t$(MAKE) post\npost:\n\techo {long} > f\n"),
+        )
+        .unwrap();
+        let r = Recipe::read(d.path(), "bundle", &[]).unwrap();
+        assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+        assert!(
+            r.notes[0]
+                .starts_with("Makefile:6 (`make post` at Makefile:4): the recipe runs `echo xxx")
+                && r.notes[0].contains("x …` after generation")
+                && r.notes[0].len() < 450,
+            "{:?}",
+            r.notes
+        );
+    }
+
+    /// Issue 25, fault 6: a sub-make's own commands are read as the recipe's, with their
+    /// Makefile:LINE and the line that calls them; its prerequisites and a recursive call
+    /// are not followed.
+    #[test]
+    fn sub_makes_are_dry_run_too() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("Makefile"),
+            "CSV = bundle/manifests/op.clusterserviceversion.yaml\nbundle: tool\n\toperator-sdk generate bundle -q\n\t$(MAKE) post V=2\ntool:\n\techo download\npost: tool\n\tsed -i 's/a: .*/a: $(V)/' $(CSV)\n\t$(MAKE) post\n",
+        )
+        .unwrap();
+        let steps = crate::make::dry_run(d.path(), "bundle", &[]).unwrap();
+        let got: Vec<(String, String, String)> =
+            expand_sub_makes(d.path(), steps, &[], &mut vec!["bundle".into()])
+                .into_iter()
+                .map(|(s, at)| (s.target, at, s.text))
+                .collect();
+        let s = |a: &str, b: &str, c: &str| (a.to_owned(), b.to_owned(), c.to_owned());
+        assert_eq!(
+            got,
+            vec![
+                s("tool", "Makefile:6", "echo download"),
+                s("bundle", "Makefile:3", "operator-sdk generate bundle -q"),
+                s(
+                    "bundle",
+                    "Makefile:8 (`make post` at Makefile:4)",
+                    "sed -i 's/a: .*/a: 2/' bundle/manifests/op.clusterserviceversion.yaml"
+                ),
+                s(
+                    "bundle",
+                    "Makefile:9 (`make post` at Makefile:4)",
+                    ": opship-sub-make post"
+                ),
+            ]
+        );
     }
 }

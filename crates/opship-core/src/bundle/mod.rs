@@ -54,6 +54,8 @@ pub struct Options {
     pub labels: BTreeMap<String, String>,
     /// `(placeholder, reference)`: containers whose image is the placeholder get the reference.
     pub operator_image: Option<(String, String)>,
+    /// `spec.displayName` over the base CSV's.
+    pub display_name: Option<String>,
 }
 
 /// The inputs of generation.
@@ -288,6 +290,9 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
     apply_annotations(&mut csv_value, &c, opts, operator_image)?;
 
     let spec = csv::map_at(&mut csv_value, "spec")?;
+    if let Some(d) = &opts.display_name {
+        spec.insert("displayName".into(), json!(d));
+    }
     if let Some(r) = &opts.replaces {
         spec.insert("replaces".into(), json!(csv_name(&opts.package, r)));
     }

@@ -244,6 +244,7 @@ spec:
             exclude_kinds: vec![],
             labels: BTreeMap::new(),
             operator_image: Some(("controller".into(), "127.0.0.1:5000/x/op:v1".into())),
+            display_name: None,
         };
         let inputs = super::super::Inputs {
             objects,

@@ -102,6 +102,7 @@ pub fn options(
         exclude_kinds,
         labels,
         operator_image: operator.map(|o| (o.placeholder().to_owned(), o.reference(version))),
+        display_name: config.and_then(|c| c.display_name.clone()),
     })
 }
 
@@ -120,6 +121,21 @@ mod tests {
     const CONFIG: &str = "package: demo\nchannels: [stable]\ndefaultChannel: stable\n\
         labels: {team: a}\nreleases:\n  - version: 0.2.0\n    replaces: demo.v0.1.0\n    \
         channels: [fast]\n    createdAt: \"2026-01-01T00:00:00Z\"\n";
+
+    #[test]
+    fn display_name_is_the_projects_and_checked() {
+        let (_d, p) = project("package: demo\ndisplayName: Demo - Community Edition\n");
+        let o = options(Some(&p), "demo", "0.2.0", &Overrides::default(), None).unwrap();
+        assert_eq!(o.display_name.as_deref(), Some("Demo - Community Edition"));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("opship.yaml");
+        std::fs::write(&path, "package: demo\ndisplayName: \"\"\n").unwrap();
+        let e = Project::load(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("opship.yaml") && e.contains("displayName"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn the_release_entry_wins_over_the_project_and_flags_over_both() {

@@ -249,6 +249,7 @@ pub fn inputs_for(dir: &Path) -> Result<(Original, Inputs, Options), String> {
         exclude_kinds: vec!["Namespace".into()],
         labels: BTreeMap::new(),
         operator_image: None,
+        display_name: None,
     };
     Ok((
         o,

@@ -21,6 +21,7 @@ fn opts() -> Options {
         exclude_kinds: vec!["Namespace".into()],
         labels: BTreeMap::new(),
         operator_image: None,
+        display_name: None,
     }
 }
 
@@ -110,6 +111,21 @@ fn cluster_role_through_role_binding_is_namespaced_and_shared_bindings_are_kept(
         "metadata.namespace is dropped: {crb}"
     );
     assert!(b.warnings.iter().any(|w| w.contains("no base CSV")));
+}
+
+#[test]
+fn display_name_replaces_the_bases() {
+    let base = generate_with_base("", opts());
+    let mut o = opts();
+    o.display_name = Some("Demo - Community Edition".into());
+    let b = generate_with_base("", o);
+    assert_eq!(base.csv["spec"]["displayName"], "Demo");
+    assert_eq!(b.csv["spec"]["displayName"], "Demo - Community Edition");
+    let text = std::str::from_utf8(&b.files[&b.csv_file]).unwrap();
+    assert!(
+        text.contains("displayName: Demo - Community Edition"),
+        "{text}"
+    );
 }
 
 #[test]

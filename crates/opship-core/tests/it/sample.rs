@@ -34,6 +34,7 @@ pub(crate) fn generate(version: &str) -> bundle::Bundle {
             .operator
             .as_ref()
             .map(|o| (o.placeholder().to_owned(), o.reference(version))),
+        display_name: c.display_name.clone(),
     };
     bundle::generate(
         Inputs {
