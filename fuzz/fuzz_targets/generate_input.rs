@@ -41,6 +41,7 @@ fuzz_target!(|data: &[u8]| {
         exclude_kinds: vec!["Namespace".into()],
         labels: Default::default(),
         operator_image: Some(("controller".into(), "quay.io/fuzz/op:v1.2.3".into())),
+        display_name: Some("Fuzz Operator".into()),
     };
     if let Ok(b) = bundle::generate(Inputs { objects, base_csv }, &opts) {
         // What generation writes must stay within what the validator reads.
