@@ -192,7 +192,8 @@ impl Registry {
         digest: &Digest,
         push: bool,
     ) -> Result<bool> {
-        self.http
+        let found = self
+            .http
             .retry(|| async {
                 let req = Request::new(
                     Method::HEAD,
@@ -206,7 +207,20 @@ impl Registry {
                     _ => Err(self.http.refusal(&req, res).await),
                 }
             })
-            .await
+            .await;
+        match found {
+            // A registry that keeps failing to say whether it has a blob (distribution answers
+            // 500 for a blob whose link a crash left empty) still takes an upload, which
+            // repairs it; if the upload fails too, its answer is the error.
+            Err(Error::Registry { status, answer, .. }) if push && status.starts_with('5') => {
+                tracing::warn!(
+                    "{}: cannot tell whether blob {digest} is there ({status}: {answer}); uploading it",
+                    self.host
+                );
+                Ok(false)
+            }
+            other => other,
+        }
     }
 
     /// GET of blob `desc`, streamed into the state `restart` makes (again for each attempt)
