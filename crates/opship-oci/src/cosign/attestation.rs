@@ -111,6 +111,11 @@ impl Predicate {
         Predicate { type_uri, json }
     }
 
+    /// sha256 of the predicate JSON as signed (its compact text).
+    pub fn digest(&self) -> Digest {
+        Digest::of(self.json.get().as_bytes())
+    }
+
     /// Reads a predicate file (at most 48 MiB, a regular file).
     pub fn read(path: &Path, kind: &str) -> Result<Self> {
         let bytes = opship_core::input::read(path, opship_core::input::Kind::Predicate)?;
@@ -169,6 +174,55 @@ pub struct AttestReport {
     pub predicate_digest: Digest,
 }
 
+/// The `.att` tag of `digest` in the repository of `reference`.
+fn att_reference(reference: &Reference, digest: &Digest) -> Reference {
+    Reference::with_tag(
+        reference.registry().to_owned(),
+        reference.repository().to_owned(),
+        tag(digest),
+    )
+}
+
+/// The `.att` manifest's layers (none when it does not exist yet).
+async fn att_manifest(
+    registry: &Registry,
+    att_ref: &Reference,
+    location: &str,
+) -> Result<Signatures> {
+    Ok(match registry.manifest_if_any(att_ref).await? {
+        Some(raw) => Signatures::parse(&raw.bytes, location)?,
+        None => Signatures::default(),
+    })
+}
+
+/// Appends the envelope `env_bytes` as a layer (with `notes`, e.g. keyless certificate
+/// annotations) to the `.att` manifest `atts` and writes it: blobs first, then the manifest.
+async fn add_att_layer(
+    registry: &Registry,
+    att_ref: &Reference,
+    mut atts: Signatures,
+    env_bytes: &[u8],
+    predicate_type: &str,
+    notes: BTreeMap<String, String>,
+) -> Result<()> {
+    let mut layer = Descriptor::of(ENVELOPE_MEDIA, env_bytes);
+    layer
+        .annotations
+        .insert(SIGNATURE_ANNOTATION.to_owned(), String::new());
+    layer
+        .annotations
+        .insert(PREDICATE_ANNOTATION.to_owned(), predicate_type.to_owned());
+    layer.annotations.extend(notes);
+    atts.layers.push(layer);
+    registry.upload_blob(att_ref, env_bytes).await?;
+    let (config, manifest_bytes) = atts.to_manifest()?;
+    registry.upload_blob(att_ref, &config).await?;
+    registry
+        .put_manifest_bytes(att_ref, &manifest_bytes, media::OCI_MANIFEST)
+        .await?;
+    Ok(())
+}
+
 /// Attests `digest` (in the repository of `reference`) with `predicate`, signed with `key`, in
 /// `format`. Reads and checks first (the `.att` manifest, or the referrers and their fallback
 /// tag), then writes; the same statement that verifies with the key is not added twice.
@@ -181,7 +235,7 @@ pub async fn attest(
     format: Format,
 ) -> Result<AttestReport> {
     let body = statement(&identity_of(reference), digest, predicate);
-    let predicate_digest = Digest::of(&serde_json::to_vec(&predicate.json).unwrap_or_default());
+    let predicate_digest = predicate.digest();
     if format == Format::Bundle {
         let prepared =
             bundle::prepare(registry, reference, digest, Some(key.public()), &body).await?;
@@ -203,16 +257,9 @@ pub async fn attest(
             predicate_digest,
         });
     }
-    let att_ref = Reference::with_tag(
-        reference.registry().to_owned(),
-        reference.repository().to_owned(),
-        tag(digest),
-    );
+    let att_ref = att_reference(reference, digest);
     let location = att_ref.whole();
-    let mut atts = match registry.manifest_if_any(&att_ref).await? {
-        Some(raw) => Signatures::parse(&raw.bytes, &location)?,
-        None => Signatures::default(),
-    };
+    let atts = att_manifest(registry, &att_ref, &location).await?;
     for l in atts
         .layers
         .iter()
@@ -234,20 +281,15 @@ pub async fn attest(
     let env = Envelope::sign(PAYLOAD_TYPE, &body, key)?;
     let env_bytes = serde_json::to_vec(&env.to_value())
         .map_err(|e| Error::Signature(format!("envelope JSON: {e}")))?;
-    let mut layer = Descriptor::of(ENVELOPE_MEDIA, &env_bytes);
-    layer
-        .annotations
-        .insert(SIGNATURE_ANNOTATION.to_owned(), String::new());
-    layer
-        .annotations
-        .insert(PREDICATE_ANNOTATION.to_owned(), predicate.type_uri.clone());
-    atts.layers.push(layer);
-    registry.upload_blob(&att_ref, &env_bytes).await?;
-    let (config, manifest_bytes) = atts.to_manifest()?;
-    registry.upload_blob(&att_ref, &config).await?;
-    registry
-        .put_manifest_bytes(&att_ref, &manifest_bytes, media::OCI_MANIFEST)
-        .await?;
+    add_att_layer(
+        registry,
+        &att_ref,
+        atts,
+        &env_bytes,
+        &predicate.type_uri,
+        BTreeMap::new(),
+    )
+    .await?;
     Ok(AttestReport {
         digest: digest.clone(),
         location,
@@ -392,11 +434,7 @@ pub async fn verify_with(
     predicate_type: Option<&str>,
 ) -> Result<Report> {
     let digest = registry.resolve(reference).await?;
-    let att_ref = Reference::with_tag(
-        reference.registry().to_owned(),
-        reference.repository().to_owned(),
-        tag(&digest),
-    );
+    let att_ref = att_reference(reference, &digest);
     let location = att_ref.whole();
     let mut checked = Vec::new();
     if let Some(raw) = registry.manifest_if_any(&att_ref).await? {
@@ -465,7 +503,7 @@ pub async fn attest_keyless(
     format: Format,
 ) -> Result<AttestReport> {
     let body = statement(&identity_of(reference), digest, predicate);
-    let predicate_digest = Digest::of(&serde_json::to_vec(&predicate.json).unwrap_or_default());
+    let predicate_digest = predicate.digest();
     if format == Format::Bundle {
         let prepared = bundle::prepare(registry, reference, digest, None, &body).await?;
         let signed = session.dsse_bundle(PAYLOAD_TYPE, &body).await?;
@@ -485,32 +523,19 @@ pub async fn attest_keyless(
             predicate_digest,
         });
     }
-    let att_ref = Reference::with_tag(
-        reference.registry().to_owned(),
-        reference.repository().to_owned(),
-        tag(digest),
-    );
+    let att_ref = att_reference(reference, digest);
     let location = att_ref.whole();
-    let mut atts = match registry.manifest_if_any(&att_ref).await? {
-        Some(raw) => Signatures::parse(&raw.bytes, &location)?,
-        None => Signatures::default(),
-    };
+    let atts = att_manifest(registry, &att_ref, &location).await?;
     let (env_bytes, notes) = session.cosign2_envelope(&body).await?;
-    let mut layer = Descriptor::of(ENVELOPE_MEDIA, &env_bytes);
-    layer
-        .annotations
-        .insert(SIGNATURE_ANNOTATION.to_owned(), String::new());
-    layer
-        .annotations
-        .insert(PREDICATE_ANNOTATION.to_owned(), predicate.type_uri.clone());
-    layer.annotations.extend(notes);
-    atts.layers.push(layer);
-    registry.upload_blob(&att_ref, &env_bytes).await?;
-    let (config, manifest_bytes) = atts.to_manifest()?;
-    registry.upload_blob(&att_ref, &config).await?;
-    registry
-        .put_manifest_bytes(&att_ref, &manifest_bytes, media::OCI_MANIFEST)
-        .await?;
+    add_att_layer(
+        registry,
+        &att_ref,
+        atts,
+        &env_bytes,
+        &predicate.type_uri,
+        notes,
+    )
+    .await?;
     Ok(AttestReport {
         digest: digest.clone(),
         location,
