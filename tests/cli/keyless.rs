@@ -9,8 +9,9 @@
 //! helpers are shared with `keyless_release`.
 
 use std::collections::BTreeMap;
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
 use crate::support_registry::{TestRegistry, free_port, isolated, manifest_status, ok, require};
@@ -546,35 +547,59 @@ print(s.server_address[1], flush=True)
 s.serve_forever()
 "#;
 
+/// GitHub Actions' token service on loopback; its URL (as the runner sets it).
+pub(crate) struct Actions {
+    child: Child,
+    /// The token URL, as the runner sets `ACTIONS_ID_TOKEN_REQUEST_URL`.
+    pub(crate) url: String,
+}
+
+impl Actions {
+    /// Started with the stack's issuer behind it; the request token is `runner-secret`.
+    pub(crate) fn start(s: &Stack) -> Actions {
+        let mut child = Command::new("python3")
+            .args([
+                "-c",
+                ACTIONS_SERVER,
+                s.var("OIDC_ISSUER_URL"),
+                "runner-secret",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        Actions {
+            child,
+            url: format!("http://127.0.0.1:{}/token?api-version=2.0", line.trim()),
+        }
+    }
+}
+
+impl Drop for Actions {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 #[test]
 fn github_actions_token_flow() {
-    use std::io::BufRead;
     let s = stack();
     let reg = TestRegistry::start(None);
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let mut server = Command::new("python3")
-        .args([
-            "-c",
-            ACTIONS_SERVER,
-            s.var("OIDC_ISSUER_URL"),
-            "runner-secret",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    std::io::BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = format!("http://127.0.0.1:{}/token?api-version=2.0", line.trim());
+    let actions = Actions::start(s);
+    let url = &actions.url;
     let d = image(tmp.path(), &reg.addr, "op/bundle:1");
     let img = format!("{}/op/bundle@{d}", reg.addr);
     let sign = |bearer: &str| {
         run(opship_clean(&home)
-            .env("ACTIONS_ID_TOKEN_REQUEST_URL", &url)
+            .env("ACTIONS_ID_TOKEN_REQUEST_URL", url)
             .env("ACTIONS_ID_TOKEN_REQUEST_TOKEN", bearer)
             .args(["sign", "--insecure", "--signing-config"])
             .arg(s.var("SIGSTORE_SIGNING_CONFIG"))
@@ -584,8 +609,6 @@ fn github_actions_token_flow() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("refused (401"), "{}", r.stderr);
     ok(sign("runner-secret"), "opship sign with the Actions token");
-    let _ = server.kill();
-    let _ = server.wait();
     ok(
         cosign3_verify(
             s,

@@ -9,48 +9,11 @@
 
 use std::io::BufRead;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
-use crate::keyless::{ACTIONS_SERVER, Stack, cosign3_verify, opship_clean, refuses, stack};
+use crate::keyless::{Actions, cosign3_verify, opship_clean, refuses, stack};
 use crate::support_registry::{TestRegistry, free_port, http_get, json, ok};
 use crate::{Run, read_tree, run, sample_copy};
-
-/// GitHub Actions' token service on loopback; its URL (as the runner sets it).
-struct Actions {
-    child: Child,
-    url: String,
-}
-
-impl Actions {
-    fn start(s: &Stack) -> Actions {
-        let mut child = Command::new("python3")
-            .args([
-                "-c",
-                ACTIONS_SERVER,
-                s.var("OIDC_ISSUER_URL"),
-                "runner-secret",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        Actions {
-            child,
-            url: format!("http://127.0.0.1:{}/token?api-version=2.0", line.trim()),
-        }
-    }
-}
-
-impl Drop for Actions {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// `opship release` of the sample in a job with the Actions token variables, no key.
 fn release(dir: &Path, home: &Path, actions: &Actions, ns: &str, extra: &[&str]) -> Run {
