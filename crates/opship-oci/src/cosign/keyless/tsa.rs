@@ -8,31 +8,8 @@
 use sha2::{Digest as _, Sha256};
 
 use super::http::{Body, Service, post_or_get};
+use crate::cosign::sigstore::asn1;
 use crate::error::{Error, Result};
-
-/// One DER element: tag, content, what follows.
-fn tlv(b: &[u8]) -> Option<(u8, &[u8], &[u8])> {
-    let (&tag, rest) = b.split_first()?;
-    let (&first, mut rest) = rest.split_first()?;
-    let len = if first < 0x80 {
-        usize::from(first)
-    } else {
-        let n = usize::from(first & 0x7f);
-        if n == 0 || n > 4 || rest.len() < n {
-            return None;
-        }
-        let mut len = 0usize;
-        for &x in &rest[..n] {
-            len = (len << 8) | usize::from(x);
-        }
-        rest = &rest[n..];
-        len
-    };
-    if rest.len() < len {
-        return None;
-    }
-    Some((tag, &rest[..len], &rest[len..]))
-}
 
 /// The DER `TimeStampReq` for `imprint` (SHA-256) with `nonce` (8 bytes, positive).
 pub fn request(imprint: &[u8; 32], nonce: &[u8; 8]) -> Vec<u8> {
@@ -72,19 +49,20 @@ pub fn token_of(
     imprint: &[u8],
     nonce: &[u8],
 ) -> std::result::Result<Vec<u8>, String> {
-    let (tag, resp, _) = tlv(answer).ok_or("the answer is not DER")?;
-    if tag != 0x30 {
+    let (resp, _) = asn1::read(answer).ok_or("the answer is not DER")?;
+    if resp.tag != 0x30 {
         return Err("the answer is not a TimeStampResp".into());
     }
-    let (_, status, rest) = tlv(resp).ok_or("the answer has no status")?;
-    let (itag, value, more) = tlv(status).ok_or("the status has no value")?;
-    if itag != 0x02 || value.len() != 1 {
+    let (status, rest) = asn1::read(resp.content).ok_or("the answer has no status")?;
+    let (int, more) = asn1::read(status.content).ok_or("the status has no value")?;
+    if int.tag != 0x02 || int.content.len() != 1 {
         return Err("the status is not a small INTEGER".into());
     }
+    let value = int.content;
     if value[0] > 1 {
-        let text = tlv(more)
-            .and_then(|(_, texts, _)| tlv(texts))
-            .map(|(_, t, _)| String::from_utf8_lossy(t).into_owned())
+        let text = asn1::read(more)
+            .and_then(|(texts, _)| asn1::read(texts.content))
+            .map(|(t, _)| String::from_utf8_lossy(t.content).into_owned())
             .unwrap_or_default();
         return Err(format!(
             "the timestamp was refused (PKIStatus {}{})",
@@ -99,8 +77,8 @@ pub fn token_of(
     if rest.is_empty() {
         return Err("the answer holds no timeStampToken".into());
     }
-    let (_, _, after) = tlv(rest).ok_or("the timeStampToken is not DER")?;
-    let token = &rest[..rest.len() - after.len()];
+    let (token, _) = asn1::read(rest).ok_or("the timeStampToken is not DER")?;
+    let token = token.raw;
     let contains = |needle: &[u8]| token.windows(needle.len()).any(|w| w == needle);
     if !contains(imprint) {
         return Err("the token does not stamp this signature (another message imprint)".into());
@@ -142,7 +120,7 @@ mod tests {
     fn request_shape_and_answers() {
         let r = request(&[7; 32], &[1; 8]);
         assert_eq!(r.len(), 2 + 67);
-        assert_eq!(tlv(&r).unwrap().1.len(), 67);
+        assert_eq!(asn1::read(&r).unwrap().0.content.len(), 67);
         // status granted + a token holding the imprint and nonce
         let mut token = vec![0x30, 40];
         token.extend_from_slice(&[7; 32]);
