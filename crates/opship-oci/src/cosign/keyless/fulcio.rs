@@ -12,7 +12,7 @@ use x509_cert::Certificate;
 use x509_cert::ext::pkix::SubjectAltName;
 use x509_cert::ext::pkix::name::GeneralName;
 
-use super::http::{Body, Service, post_or_get};
+use super::http::{Service, post_json};
 use super::token::IdentityToken;
 use crate::cosign::key::PrivateKey;
 use crate::error::{Error, Result};
@@ -90,18 +90,7 @@ pub async fn certificate(
         },
     });
     let url = format!("{base}/api/v2/signingCert");
-    let answer = post_or_get(
-        service,
-        &url,
-        Some(Body {
-            content_type: "application/json",
-            bytes: serde_json::to_vec(&request).unwrap_or_default(),
-            accept: "application/json",
-        }),
-        None,
-        1 << 20,
-    )
-    .await?;
+    let answer = post_json(service, &url, &request, 1 << 20).await?;
     parse_answer(&answer, &url, key, token)
 }
 

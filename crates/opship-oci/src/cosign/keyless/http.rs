@@ -65,6 +65,22 @@ pub fn quote(bytes: &[u8]) -> String {
     }
 }
 
+/// POST the JSON `request` to `url` and take a JSON answer of at most `limit` bytes (Fulcio's
+/// and Rekor's APIs), as [`post_or_get`].
+pub async fn post_json(
+    service: &Service,
+    url: &str,
+    request: &serde_json::Value,
+    limit: usize,
+) -> Result<Vec<u8>> {
+    let body = Body {
+        content_type: "application/json",
+        bytes: serde_json::to_vec(request).unwrap_or_default(),
+        accept: "application/json",
+    };
+    post_or_get(service, url, Some(body), None, limit).await
+}
+
 /// POST `body` to `url` (GET without one), with a bearer token when given; the answer's
 /// bytes (at most `limit`) when the status is 2xx, else an error quoting the answer.
 pub async fn post_or_get(

@@ -10,7 +10,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
 
-use super::http::{Body, Service, post_or_get};
+use super::http::{Service, post_json};
 use super::services::Tlog;
 use crate::error::{Error, Result};
 
@@ -102,18 +102,7 @@ pub async fn log(
         };
         (format!("{}/api/v1/log/entries", log.url), request)
     };
-    let answer = post_or_get(
-        service,
-        &url,
-        Some(Body {
-            content_type: "application/json",
-            bytes: serde_json::to_vec(&request).unwrap_or_default(),
-            accept: "application/json",
-        }),
-        None,
-        4 << 20,
-    )
-    .await?;
+    let answer = post_json(service, &url, &request, 4 << 20).await?;
     let bad = |why: &str| Error::Keyless(format!("Rekor at {url}: {why}"));
     let v: serde_json::Value =
         serde_json::from_slice(&answer).map_err(|_| bad("the answer is not JSON"))?;
