@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use opship_core::image::oci::{Descriptor, Digest, media};
+use opship_core::image::oci::{Descriptor, Digest};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
@@ -183,18 +183,6 @@ fn att_reference(reference: &Reference, digest: &Digest) -> Reference {
     )
 }
 
-/// The `.att` manifest's layers (none when it does not exist yet).
-async fn att_manifest(
-    registry: &Registry,
-    att_ref: &Reference,
-    location: &str,
-) -> Result<Signatures> {
-    Ok(match registry.manifest_if_any(att_ref).await? {
-        Some(raw) => Signatures::parse(&raw.bytes, location)?,
-        None => Signatures::default(),
-    })
-}
-
 /// Appends the envelope `env_bytes` as a layer (with `notes`, e.g. keyless certificate
 /// annotations) to the `.att` manifest `atts` and writes it: blobs first, then the manifest.
 async fn add_att_layer(
@@ -215,11 +203,7 @@ async fn add_att_layer(
     layer.annotations.extend(notes);
     atts.layers.push(layer);
     registry.upload_blob(att_ref, env_bytes).await?;
-    let (config, manifest_bytes) = atts.to_manifest()?;
-    registry.upload_blob(att_ref, &config).await?;
-    registry
-        .put_manifest_bytes(att_ref, &manifest_bytes, media::OCI_MANIFEST)
-        .await?;
+    atts.put(registry, att_ref).await?;
     Ok(())
 }
 
@@ -259,7 +243,7 @@ pub async fn attest(
     }
     let att_ref = att_reference(reference, digest);
     let location = att_ref.whole();
-    let atts = att_manifest(registry, &att_ref, &location).await?;
+    let atts = Signatures::fetch(registry, &att_ref).await?;
     for l in atts
         .layers
         .iter()
@@ -525,7 +509,7 @@ pub async fn attest_keyless(
     }
     let att_ref = att_reference(reference, digest);
     let location = att_ref.whole();
-    let atts = att_manifest(registry, &att_ref, &location).await?;
+    let atts = Signatures::fetch(registry, &att_ref).await?;
     let (env_bytes, notes) = session.cosign2_envelope(&body).await?;
     add_att_layer(
         registry,

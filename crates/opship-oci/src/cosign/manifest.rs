@@ -12,6 +12,7 @@ use base64::engine::general_purpose::STANDARD;
 use opship_core::image::oci::{self, Descriptor, Digest, Manifest, media};
 
 use crate::error::{Error, Result};
+use crate::registry::{Reference, Registry};
 
 /// Media type of a signature layer.
 pub const SIMPLESIGNING: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
@@ -89,6 +90,25 @@ impl Signatures {
             annotations: BTreeMap::new(),
         };
         Ok((config, oci::to_json(&m)?))
+    }
+
+    /// The signature (or attestation) manifest tagged `at` in its registry; none yet is an
+    /// empty one.
+    pub async fn fetch(registry: &Registry, at: &Reference) -> Result<Self> {
+        match registry.manifest_if_any(at).await? {
+            Some(raw) => Self::parse(&raw.bytes, &at.whole()),
+            None => Ok(Self::default()),
+        }
+    }
+
+    /// Writes this manifest under `at`: its config blob, then the manifest (the layers'
+    /// blobs are the caller's, uploaded before). Returns the manifest's digest.
+    pub async fn put(&self, registry: &Registry, at: &Reference) -> Result<Digest> {
+        let (config, manifest_bytes) = self.to_manifest()?;
+        registry.upload_blob(at, &config).await?;
+        registry
+            .put_manifest_bytes(at, &manifest_bytes, media::OCI_MANIFEST)
+            .await
     }
 }
 

@@ -152,11 +152,7 @@ pub async fn sign_digest(
         _ => {
             sigs.add(layer);
             registry.upload_blob(&sig_ref, &payload).await?;
-            let (config, manifest_bytes) = sigs.to_manifest()?;
-            registry.upload_blob(&sig_ref, &config).await?;
-            registry
-                .put_manifest_bytes(&sig_ref, &manifest_bytes, media::OCI_MANIFEST)
-                .await?
+            sigs.put(registry, &sig_ref).await?
         }
     };
     let bundle = match &prepared {
@@ -198,20 +194,13 @@ pub async fn push_signatures(
         manifest::tag(digest),
     );
     let location = sig_ref.whole();
-    let mut sigs = match registry.manifest_if_any(&sig_ref).await? {
-        Some(raw) => Signatures::parse(&raw.bytes, &location)?,
-        None => Signatures::default(),
-    };
+    let mut sigs = Signatures::fetch(registry, &sig_ref).await?;
     for (layer, payload) in new {
         if sigs.add(layer) {
             registry.upload_blob(&sig_ref, &payload).await?;
         }
     }
-    let (config, manifest_bytes) = sigs.to_manifest()?;
-    registry.upload_blob(&sig_ref, &config).await?;
-    let manifest = registry
-        .put_manifest_bytes(&sig_ref, &manifest_bytes, media::OCI_MANIFEST)
-        .await?;
+    let manifest = sigs.put(registry, &sig_ref).await?;
     Ok(SignReport {
         digest: digest.clone(),
         location,
@@ -410,19 +399,12 @@ pub async fn sign_keyless(
         manifest::tag(digest),
     );
     let location = sig_ref.whole();
-    let mut sigs = match registry.manifest_if_any(&sig_ref).await? {
-        Some(raw) => Signatures::parse(&raw.bytes, &location)?,
-        None => Signatures::default(),
-    };
+    let mut sigs = Signatures::fetch(registry, &sig_ref).await?;
     let payload = payload::build(identity, digest, annotations);
     let (layer, _) = session.cosign2_layer(&payload).await?;
     sigs.add(layer);
     registry.upload_blob(&sig_ref, &payload).await?;
-    let (config, manifest_bytes) = sigs.to_manifest()?;
-    registry.upload_blob(&sig_ref, &config).await?;
-    let manifest = registry
-        .put_manifest_bytes(&sig_ref, &manifest_bytes, media::OCI_MANIFEST)
-        .await?;
+    let manifest = sigs.put(registry, &sig_ref).await?;
     Ok(SignReport {
         digest: digest.clone(),
         location,

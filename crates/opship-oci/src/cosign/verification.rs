@@ -373,10 +373,7 @@ pub async fn verify_remote_with(
         manifest::tag(&digest),
     );
     let location = sig_ref.whole();
-    let sigs = match registry.manifest_if_any(&sig_ref).await? {
-        Some(raw) => Signatures::parse(&raw.bytes, &location)?,
-        None => Signatures::default(),
-    };
+    let sigs = Signatures::fetch(registry, &sig_ref).await?;
     let mut checked =
         judge_remote(registry, &sig_ref, key, &digest, policy, &location, &sigs).await;
     checked.extend(judge_referrers(registry, reference, &digest, key, policy).await?);
