@@ -322,18 +322,7 @@ pub fn verify_entry<'r>(
     root: &'r TrustedRoot,
 ) -> Result<VerifiedEntry<'r>, String> {
     let log_index = u64_field(entry, "logIndex")?;
-    let log_id = b64_field(entry, "/logId/keyId")?;
-    let log = root.tlog(&log_id).ok_or_else(|| {
-        format!(
-            "tlog entry: log ID {} is not a transparency log of the trusted root (known: {})",
-            STANDARD.encode(&log_id),
-            root.tlogs
-                .iter()
-                .map(|l| format!("{} {}", l.base_url, STANDARD.encode(&l.log_id)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    })?;
+    let log = known_log(entry, root)?;
     let body = b64_field(entry, "/canonicalizedBody")?;
     let p = entry
         .get("inclusionProof")
