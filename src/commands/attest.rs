@@ -69,14 +69,7 @@ pub fn attest(args: &AttestArgs) -> Result<ExitStatus, CmdError> {
                 let progress = progress_ref;
                 let reference = remote(t);
                 let client = client_of(clients, reference);
-                let digest = client.resolve(reference).await?;
-                if let Some(d) = reference.digest()
-                    && d != digest.as_str()
-                {
-                    return Err(opship_oci::Error::Input(format!(
-                        "{text}: the registry answers {digest} for that digest"
-                    )));
-                }
+                let digest = client.resolve_pinned(reference, text).await?;
                 // No format asked for: an image whose signatures are cosign 3 bundles only gets
                 // a bundle, so cosign 3's default verify-attestation finds it.
                 let format = if auto {

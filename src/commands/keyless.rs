@@ -94,14 +94,7 @@ pub fn sign(
     let (session, clients) = (&session, &clients);
     let mut signed = futures_util::stream::iter(remote.map(|(text, reference)| async move {
         let client = client_of(clients, reference);
-        let digest = client.resolve(reference).await?;
-        if let Some(d) = reference.digest()
-            && d != digest.as_str()
-        {
-            return Err(opship_oci::Error::Input(format!(
-                "{text}: the registry answers {digest} for that digest"
-            )));
-        }
+        let digest = client.resolve_pinned(reference, text).await?;
         let format = format_for(args.keyless.format, client, reference, &digest).await?;
         let identity = args
             .identity
@@ -141,14 +134,7 @@ pub fn attest(
         let reference = super::attest::remote(t);
         let client = client_of(&clients, reference);
         let report = rt.block_on(async {
-            let digest = client.resolve(reference).await?;
-            if let Some(d) = reference.digest()
-                && d != digest.as_str()
-            {
-                return Err(opship_oci::Error::Input(format!(
-                    "{text}: the registry answers {digest} for that digest"
-                )));
-            }
+            let digest = client.resolve_pinned(reference, text).await?;
             let wanted = if args.bundle_format {
                 Some(SignFormat::Cosign3)
             } else {

@@ -692,6 +692,18 @@ impl Registry {
         ))
     }
 
+    /// [`Registry::resolve`], refusing an answer other than the digest `reference` pins;
+    /// `shown` is the reference as the user wrote it.
+    pub async fn resolve_pinned(&self, reference: &Reference, shown: &str) -> Result<Digest> {
+        let digest = self.resolve(reference).await?;
+        match reference.digest() {
+            Some(d) if d != digest.as_str() => Err(Error::Input(format!(
+                "{shown}: the registry answers {digest} for that digest"
+            ))),
+            _ => Ok(digest),
+        }
+    }
+
     /// The digest `reference` points to (HEAD of the manifest; a GET when the registry's
     /// answer has no digest or is not a 200, so an error quotes its body).
     pub async fn resolve(&self, reference: &Reference) -> Result<Digest> {

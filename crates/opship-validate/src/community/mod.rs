@@ -470,14 +470,6 @@ enum FieldRule {
     Strings,
 }
 
-const CAPABILITIES: [&str; 5] = [
-    "Basic Install",
-    "Seamless Upgrades",
-    "Full Lifecycle",
-    "Deep Insights",
-    "Auto Pilot",
-];
-
 const CATEGORIES: [&str; 16] = [
     "AI/Machine Learning",
     "Application Runtime",
@@ -562,7 +554,9 @@ fn field_ok(rule: &FieldRule, value: &Value) -> bool {
             run >= *n
         }
         FieldRule::Re(re) => re.is_match(&str_of(value)),
-        FieldRule::Capabilities => value.as_str().is_some_and(|s| CAPABILITIES.contains(&s)),
+        FieldRule::Capabilities => value
+            .as_str()
+            .is_some_and(|s| crate::operatorhub::CAPABILITIES.contains(&s)),
         FieldRule::Categories => str_of(value)
             .split(',')
             .all(|c| CATEGORIES.contains(&py_strip(c))),
