@@ -397,6 +397,15 @@ pub fn image_aliases(dir: &Path, placeholder: &str) -> Result<Vec<String>> {
     Ok(tree.aliases.into_iter().collect())
 }
 
+/// The directories (canonical) a build of `dir` reads: every kustomization it reaches through
+/// `resources`, `bases` and `components`, and the directories of file resources. A `kustomize
+/// edit` elsewhere cannot change what the build gives.
+pub fn reached(dir: &Path) -> Result<BTreeSet<PathBuf>> {
+    let mut tree = Tree::default();
+    visit(dir, None, &mut tree)?;
+    Ok(tree.dirs)
+}
+
 /// What a walk of the kustomizations reachable from a directory found.
 #[derive(Default)]
 struct Tree {

@@ -13,7 +13,6 @@ pub mod image;
 pub mod input;
 pub mod kustomize;
 pub mod make;
-pub mod makefile;
 pub mod manifest;
 pub mod naming;
 pub mod operator_sdk;

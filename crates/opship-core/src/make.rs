@@ -1,11 +1,17 @@
-//! What a project's own GNU make would run for a target: a dry run (`make -n --trace`) of it,
-//! with the release's variables on make's command line, read back as the commands of each
-//! target with the Makefile line they come from. make, not opship, decides what the Makefile
-//! means; like `make bundle`, the dry run evaluates `$(shell ...)`.
+//! What a project's own GNU make would run for a target and what its variables hold: a dry run
+//! (`make -n --trace`) of the target, and make's own database (`make -n -p`) with the values
+//! make expands, both with the release's variables on make's command line. make, not opship,
+//! decides what the Makefile means; like `make bundle`, a dry run evaluates `$(shell ...)` and
+//! remakes included makefiles that have a rule.
 //!
 //! Sub-makes (`$(MAKE) target`) are not run: make runs lines that use `$(MAKE)` even with `-n`,
 //! so `MAKE` is given as a no-op command whose printed line names the sub-target.
+//!
+//! An included makefile that is missing and that no rule makes (a test suite's Makefile a
+//! partial checkout lacks) stops make; it is read as empty instead, and said so
+//! ([`Missing`]), so the rest of the Makefile still counts.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -22,6 +28,31 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The most a dry run may print.
 const MAX_OUTPUT: u64 = 16 * 1024 * 1024;
+
+/// How many missing included makefiles are read as empty before giving up.
+const MAX_MISSING: usize = 16;
+
+/// The target opship adds (with `--eval`) to have make print variables' values.
+const INSPECT_TARGET: &str = ".opship-inspect";
+
+/// An included makefile make could not find nor make, read as empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Missing {
+    /// `FILE:LINE` of the `include`.
+    pub at: String,
+    /// The file as the `include` names it.
+    pub file: String,
+}
+
+impl std::fmt::Display for Missing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} includes `{}`, which is missing and which no rule makes: make stops there, opship read it as empty",
+            self.at, self.file
+        )
+    }
+}
 
 /// One command make would run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,51 +79,379 @@ impl Step {
     }
 }
 
-/// The commands `make TARGET VARS…` would run in `dir`, in order, prerequisites first.
-pub fn dry_run(dir: &Path, target: &str, vars: &[(String, String)]) -> Result<Vec<Step>> {
-    let mut cmd = Command::new("make");
-    cmd.current_dir(dir)
-        .args(["-n", "--trace", "--no-print-directory", "-f", "Makefile"])
-        .arg(format!("MAKE={SUB_MAKE}"))
-        // Only PATH and HOME from the environment: make lets the environment win over `?=`,
-        // and the same project must give the same commands everywhere (values that come from
-        // the environment are given as make command-line variables instead).
-        .env_clear()
-        .env("LC_ALL", "C");
-    for keep in ["PATH", "HOME"] {
-        if let Some(v) = std::env::var_os(keep) {
-            cmd.env(keep, v);
+/// What a dry run gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DryRun {
+    /// The commands, in order, prerequisites first.
+    pub steps: Vec<Step>,
+    /// Included makefiles read as empty.
+    pub missing: Vec<Missing>,
+}
+
+/// Where make says a variable's value comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// make's command line (the release's variables, `--set`).
+    CommandLine,
+    /// An assignment in a makefile (`override` ones too).
+    File {
+        /// The makefile, relative to the project when inside it.
+        file: String,
+        /// The line of the (last) assignment.
+        line: u32,
+    },
+    /// make's own defaults, the environment or an automatic variable.
+    Builtin,
+}
+
+/// A variable as make holds it once the Makefile is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variable {
+    /// The value as make expands it for a recipe.
+    pub value: String,
+    /// Where it was set.
+    pub origin: Origin,
+    /// Variables the value refers to that are not set, which make expands to nothing (a value
+    /// built from the environment, which opship does not pass): (name, `FILE:LINE` of the
+    /// reference where make says it).
+    pub undefined: Vec<(String, String)>,
+}
+
+impl Variable {
+    /// `Makefile:12`, or `--set` for a command-line value.
+    pub fn location(&self) -> String {
+        match &self.origin {
+            Origin::CommandLine => "--set".to_owned(),
+            Origin::File { file, line } => format!("{file}:{line}"),
+            Origin::Builtin => "make's defaults".to_owned(),
         }
     }
-    for (k, v) in vars {
-        cmd.arg(format!("{k}={v}"));
-    }
-    cmd.arg("--").arg(target);
+}
+
+/// What make knows of a Makefile: the asked variables that are set, and its targets.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Database {
+    /// The asked variables that are set, by name.
+    pub variables: BTreeMap<String, Variable>,
+    /// Every target a rule of the Makefile (or an included one) names, sorted.
+    pub targets: Vec<String>,
+    /// Included makefiles read as empty.
+    pub missing: Vec<Missing>,
+}
+
+/// The commands `make TARGET VARS…` would run in `dir`, in order, prerequisites first.
+pub fn dry_run(dir: &Path, target: &str, vars: &[(String, String)]) -> Result<DryRun> {
     let mut shown = format!("make -n {target}");
     for (k, v) in vars {
         shown.push_str(&format!(" {k}={v}"));
     }
-    let limits = crate::child::Limits::new(TIMEOUT, MAX_OUTPUT);
-    let out = crate::child::run(&mut cmd, None, limits, &shown).map_err(|e| match e {
-        Error::Input(m) if m.starts_with("cannot run") => Error::Input(format!(
-            "{m}: reading {}'s bundle recipe needs GNU make on PATH",
-            dir.join("Makefile").display()
-        )),
-        e => e,
-    })?;
-    if !out.status.success() {
-        return Err(Error::Input(format!(
-            "`{shown}` in {} failed ({}): {}",
-            dir.display(),
-            out.status,
-            out.message()
-        )));
-    }
+    let (out, missing) = run(
+        dir,
+        &["-n", "--trace"],
+        &[],
+        vars,
+        target,
+        &shown,
+        crate::child::Limits::new(TIMEOUT, MAX_OUTPUT),
+    )?;
     let text = String::from_utf8(out.stdout)
         .map_err(|_| Error::Input(format!("`{shown}` printed something that is not UTF-8")))?;
-    Ok(parse(&text, dir))
+    Ok(DryRun {
+        steps: parse(&text, dir),
+        missing,
+    })
 }
 
+/// make's database of the Makefile in `dir` with `vars` on its command line: the values of
+/// `names` (those that are set) as make expands them, and the Makefile's targets.
+pub fn inspect(dir: &Path, names: &[&str], vars: &[(String, String)]) -> Result<Database> {
+    for n in names {
+        if n.is_empty() || !n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(Error::Input(format!("`{n}` is not a make variable name")));
+        }
+    }
+    // Each value between markers on stderr, where make also says which variables an
+    // expansion refers to that are not set (`--warn-undefined-variables`), in order.
+    let rule = format!(
+        "{INSPECT_TARGET}: ; @:$(foreach _opship_var_,{},$(warning <opship-var $(_opship_var_)>)$(warning <opship-value>$($(_opship_var_)))$(warning <opship-end>))",
+        names.join(" ")
+    );
+    let mut shown = "make -n -p".to_owned();
+    for (k, v) in vars {
+        shown.push_str(&format!(" {k}={v}"));
+    }
+    let mut limits = crate::child::Limits::new(TIMEOUT, MAX_OUTPUT);
+    limits.max_stderr = MAX_OUTPUT;
+    let (out, missing) = run(
+        dir,
+        &["-n", "-p", "--warn-undefined-variables"],
+        &[rule],
+        vars,
+        INSPECT_TARGET,
+        &shown,
+        limits,
+    )?;
+    let db = String::from_utf8_lossy(&out.stdout);
+    let origins = variable_origins(&db, dir);
+    let mut variables = BTreeMap::new();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Undefined references make met while reading the Makefile: a simple (`:=`) variable's
+    // are said at its own line.
+    let mut at_parse: Vec<(String, String)> = Vec::new();
+    let mut lines = err.lines();
+    let mut current: Option<(String, Vec<(String, String)>)> = None;
+    while let Some(l) = lines.next() {
+        if let Some(name) = marker(l, "<opship-var ") {
+            current = Some((name.trim_end_matches('>').to_owned(), Vec::new()));
+        } else if let Some(first) = marker(l, "<opship-value>") {
+            let mut value = first.to_owned();
+            for next in lines.by_ref() {
+                if marker(next, "<opship-end>").is_some() {
+                    break;
+                }
+                value.push('\n');
+                value.push_str(next);
+            }
+            let Some((name, mut undefined)) = current.take() else {
+                continue;
+            };
+            let Some(origin) = origins.get(&name).cloned() else {
+                continue;
+            };
+            if let Origin::File { file, line } = &origin {
+                let here = format!("{file}:{line}");
+                undefined.extend(at_parse.iter().filter(|(_, at)| *at == here).cloned());
+            }
+            undefined.dedup();
+            variables.insert(
+                name,
+                Variable {
+                    value,
+                    origin,
+                    undefined,
+                },
+            );
+        } else if let Some((name, at)) = undefined_reference(l, dir) {
+            match &mut current {
+                Some((_, u)) => u.push((name, at)),
+                None => at_parse.push((name, at)),
+            }
+        }
+    }
+    let targets = targets(&db)
+        .into_iter()
+        .filter(|t| !missing.iter().any(|m| m.file == *t))
+        .collect();
+    Ok(Database {
+        variables,
+        targets,
+        missing,
+    })
+}
+
+/// The text after `mark` in a line make printed with `$(warning)`.
+fn marker<'a>(line: &'a str, mark: &str) -> Option<&'a str> {
+    line.find(mark).map(|i| &line[i + mark.len()..])
+}
+
+/// `FILE:LINE: warning: undefined variable 'NAME'`: (NAME, `FILE:LINE`).
+fn undefined_reference(line: &str, dir: &Path) -> Option<(String, String)> {
+    const WARNING: &str = ": warning: undefined variable '";
+    let i = line.find(WARNING)?;
+    let name = line[i + WARNING.len()..].strip_suffix('\'')?;
+    let at = &line[..i];
+    let at = match at.rsplit_once(':') {
+        Some((file, num)) if num.parse::<u32>().is_ok() => format!("{}:{num}", rel(dir, file)),
+        _ => at.to_owned(),
+    };
+    Some((name.to_owned(), at))
+}
+
+/// The origin of every variable in the `# Variables` section of make's database (`-p`).
+fn variable_origins(db: &str, dir: &Path) -> BTreeMap<String, Origin> {
+    let mut out = BTreeMap::new();
+    let mut lines = db.lines();
+    // The section starts at `# Variables`; what follows it (`# Pattern-specific …`,
+    // `# Directories`, `# Files`) is not about global variables.
+    for l in lines.by_ref() {
+        if l == "# Variables" {
+            break;
+        }
+    }
+    let mut origin: Option<Origin> = None;
+    while let Some(l) = lines.next() {
+        if l.starts_with("# Pattern-specific")
+            || l.starts_with("# Directories")
+            || l.starts_with("# Files")
+        {
+            break;
+        }
+        if let Some(c) = l.strip_prefix("# ") {
+            origin = Some(match c.split_once("(from '") {
+                Some((_, rest)) => match rest.rsplit_once("', line ") {
+                    Some((file, num)) => match num.trim_end_matches(')').parse::<u32>() {
+                        Ok(line) => Origin::File {
+                            file: rel(dir, file),
+                            line,
+                        },
+                        Err(_) => Origin::Builtin,
+                    },
+                    None => Origin::Builtin,
+                },
+                None if c == "command line" => Origin::CommandLine,
+                None => Origin::Builtin,
+            });
+            continue;
+        }
+        let Some(o) = origin.take() else { continue };
+        let name = if let Some(n) = l.strip_prefix("define ") {
+            // A multi-line value: its body is not a definition.
+            for body in lines.by_ref() {
+                if body == "endef" {
+                    break;
+                }
+            }
+            n.trim()
+        } else {
+            match l.find(" = ").or_else(|| l.find(" := ")) {
+                Some(i) => &l[..i],
+                None => continue,
+            }
+        };
+        let name = name.strip_prefix("override ").unwrap_or(name).trim();
+        out.insert(name.to_owned(), o);
+    }
+    out
+}
+
+/// The targets in the `# Files` section of make's database: each rule's `NAME:` line that is
+/// not marked `# Not a target:` (suffix rules, files make only looked at).
+fn targets(db: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_files = false;
+    let mut not_a_target = false;
+    for l in db.lines() {
+        if l == "# Files" {
+            in_files = true;
+            continue;
+        }
+        if !in_files {
+            continue;
+        }
+        if l.starts_with("# VPATH") || l.starts_with("# finished") {
+            break;
+        }
+        if l == "# Not a target:" {
+            not_a_target = true;
+            continue;
+        }
+        if l.is_empty() || l.starts_with(['#', '\t', ' ']) {
+            continue;
+        }
+        if let Some((name, _)) = l.split_once(':')
+            && !std::mem::take(&mut not_a_target)
+            && !name.is_empty()
+            && name != INSPECT_TARGET
+            && !name.contains(['%', '$', ' '])
+        {
+            out.push(name.to_owned());
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Runs make in `dir` with `flags`, `--eval` texts, `vars` and `goal`; an included makefile
+/// that is missing and that no rule makes is given an empty rule (so make reads on) and
+/// returned, up to [`MAX_MISSING`].
+fn run(
+    dir: &Path,
+    flags: &[&str],
+    evals: &[String],
+    vars: &[(String, String)],
+    goal: &str,
+    shown: &str,
+    limits: crate::child::Limits,
+) -> Result<(crate::child::Output, Vec<Missing>)> {
+    let mut missing: Vec<Missing> = Vec::new();
+    loop {
+        let mut cmd = Command::new("make");
+        cmd.current_dir(dir)
+            .args(flags)
+            .args(["--no-print-directory", "-f", "Makefile"])
+            .arg(format!("MAKE={SUB_MAKE}"))
+            // Only PATH and HOME from the environment: make lets the environment win over `?=`,
+            // and the same project must give the same values everywhere (values that come from
+            // the environment are given as make command-line variables instead).
+            .env_clear()
+            .env("LC_ALL", "C");
+        for keep in ["PATH", "HOME"] {
+            if let Some(v) = std::env::var_os(keep) {
+                cmd.env(keep, v);
+            }
+        }
+        for m in &missing {
+            cmd.arg(format!("--eval={}: ; @:", m.file));
+        }
+        for e in evals {
+            cmd.arg(format!("--eval={e}"));
+        }
+        for (k, v) in vars {
+            cmd.arg(format!("{k}={v}"));
+        }
+        cmd.arg("--").arg(goal);
+        let out = crate::child::run(&mut cmd, None, limits, shown).map_err(|e| match e {
+            Error::Input(m) if m.starts_with("cannot run") => Error::Input(format!(
+                "{m}: reading {}'s bundle recipe needs GNU make on PATH",
+                dir.join("Makefile").display()
+            )),
+            e => e,
+        })?;
+        if out.status.success() {
+            return Ok((out, missing));
+        }
+        let message = out.message();
+        match missing_include(&message, dir) {
+            Some(m) if missing.len() < MAX_MISSING && !missing.contains(&m) => missing.push(m),
+            _ => {
+                return Err(Error::Input(format!(
+                    "`{shown}` in {} failed ({}): {message}",
+                    dir.display(),
+                    out.status
+                )));
+            }
+        }
+    }
+}
+
+/// make's `FILE:LINE: INC: No such file or directory` … `No rule to make target 'INC'.  Stop.`:
+/// an `include` of a file that is not there and that no rule makes.
+fn missing_include(message: &str, dir: &Path) -> Option<Missing> {
+    const NO_RULE: &str = "No rule to make target '";
+    let last = message.lines().last()?;
+    let i = last.find(NO_RULE)?;
+    let rest = &last[i + NO_RULE.len()..];
+    let file = &rest[..rest.find('\'')?];
+    // The rule opship adds names the file as make syntax: plain paths only.
+    if file.is_empty()
+        || !file
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-/+".contains(c))
+    {
+        return None;
+    }
+    let suffix = format!(": {file}: No such file or directory");
+    let at = message.lines().find_map(|l| l.strip_suffix(&suffix))?;
+    let at = match at.rsplit_once(':') {
+        Some((f, n)) if n.parse::<u32>().is_ok() => format!("{}:{n}", rel(dir, f)),
+        _ => at.to_owned(),
+    };
+    Some(Missing {
+        at,
+        file: file.to_owned(),
+    })
+}
 /// The trace line `FILE:LINE: target 'T' does not exist` / `FILE:LINE: update target 'T' due
 /// to: …`: (file, line, target).
 fn trace(line: &str) -> Option<(String, u32, String)> {
@@ -108,34 +467,14 @@ fn trace(line: &str) -> Option<(String, u32, String)> {
 }
 
 fn parse(text: &str, dir: &Path) -> Vec<Step> {
-    let mut steps: Vec<Step> = Vec::new();
-    let mut current: Option<(String, u32, String)> = None;
-    let mut group: Vec<String> = Vec::new();
-    let flush = |steps: &mut Vec<Step>,
-                 current: &Option<(String, u32, String)>,
-                 group: &mut Vec<String>| {
-        let Some((file, rule, target)) = current else {
-            group.clear();
-            return;
-        };
-        let lines = recipe_lines(&dir.join(file), *rule);
-        let matched = lines.len() == group.len();
-        for (i, t) in group.drain(..).enumerate() {
-            steps.push(Step {
-                target: target.clone(),
-                file: rel(dir, file),
-                line: if matched { lines[i] } else { *rule },
-                text: t,
-            });
-        }
-    };
+    // The printed commands after each trace line (lines before the first belong to none).
+    let mut groups: Vec<((String, u32, String), Vec<String>)> = Vec::new();
     let mut pending = String::new();
     for line in text.lines() {
         if pending.is_empty()
             && let Some(t) = trace(line)
         {
-            flush(&mut steps, &current, &mut group);
-            current = Some(t);
+            groups.push((t, Vec::new()));
             continue;
         }
         if !pending.is_empty() {
@@ -146,22 +485,55 @@ fn parse(text: &str, dir: &Path) -> Vec<Step> {
         if line.ends_with('\\') {
             continue;
         }
-        group.push(std::mem::take(&mut pending));
+        let done = std::mem::take(&mut pending);
+        if let Some((_, g)) = groups.last_mut() {
+            g.push(done);
+        }
     }
-    if !pending.is_empty() {
-        group.push(pending);
+    if !pending.is_empty()
+        && let Some((_, g)) = groups.last_mut()
+    {
+        g.push(pending);
     }
-    flush(&mut steps, &current, &mut group);
+    let recipes: Vec<Recipe> = groups
+        .iter()
+        .map(|((file, rule, _), _)| recipe_lines(&dir.join(file), *rule))
+        .collect();
+    let mut steps = Vec::new();
+    for (i, ((file, rule, target), mut group)) in groups.into_iter().enumerate() {
+        // make expands a recipe before it traces its target, so what the next recipe's
+        // `$(info …)` prints comes last in this group: not commands.
+        let infos = recipes.get(i + 1).map_or(0, |r| r.infos);
+        group.truncate(group.len().saturating_sub(infos));
+        let lines = &recipes[i].lines;
+        let matched = lines.len() == group.len();
+        for (k, t) in group.into_iter().enumerate() {
+            steps.push(Step {
+                target: target.clone(),
+                file: rel(dir, &file),
+                line: if matched { lines[k] } else { rule },
+                text: t,
+            });
+        }
+    }
     steps
+}
+
+/// A recipe as written: the first physical line of each line make prints, and how many
+/// `$(info …)` it holds.
+#[derive(Debug, Default)]
+struct Recipe {
+    lines: Vec<u32>,
+    infos: usize,
 }
 
 /// The first physical line of each recipe line of the recipe that starts at line `rule` of
 /// `file` (make's trace names a recipe's first line).
-fn recipe_lines(file: &Path, rule: u32) -> Vec<u32> {
+fn recipe_lines(file: &Path, rule: u32) -> Recipe {
     let Ok(text) = crate::input::read_string(file, crate::input::Kind::Config) else {
-        return Vec::new();
+        return Recipe::default();
     };
-    let mut out = Vec::new();
+    let mut out = Recipe::default();
     let mut continued = false;
     for (i, l) in text
         .lines()
@@ -169,6 +541,9 @@ fn recipe_lines(file: &Path, rule: u32) -> Vec<u32> {
         .skip(rule.saturating_sub(1) as usize)
     {
         let n = i as u32 + 1;
+        if continued || l.starts_with('\t') {
+            out.infos += l.matches("$(info ").count() + l.matches("${info ").count();
+        }
         if continued {
             continued = l.ends_with('\\');
             continue;
@@ -181,7 +556,7 @@ fn recipe_lines(file: &Path, rule: u32) -> Vec<u32> {
                     .iter()
                     .any(|p| t.starts_with(p))
             {
-                out.push(n);
+                out.lines.push(n);
             }
             continued = l.ends_with('\\');
             continue;
@@ -223,7 +598,9 @@ mod tests {
             "V ?= 1\nX = \"a,b\"\nall: pre\n\tcd d && echo $(X) $(V) \\\n\t  more\n\n\t$(MAKE) sub\n\t@echo silent\npre:\n\techo pre\nsub:\n\techo sub\n",
         )
         .unwrap();
-        let steps = dry_run(d.path(), "all", &[("V".into(), "2".into())]).unwrap();
+        let steps = dry_run(d.path(), "all", &[("V".into(), "2".into())])
+            .unwrap()
+            .steps;
         let got: Vec<(String, String, String)> = steps
             .iter()
             .map(|s| (s.target.clone(), s.location(), s.text.clone()))
@@ -241,6 +618,33 @@ mod tests {
         assert_eq!(steps[2].sub_make(), Some("sub"));
     }
 
+    /// make prints a recipe's `$(info …)` before it traces the target: not a command of the
+    /// target before it.
+    #[test]
+    fn info_output_is_not_a_command() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("Makefile"),
+            "all: pre\n\techo one\n\t$(info INFO-A)\n\t@$(info INFO-B) echo two\npre:\n\t$(info PRE)\n\techo pre\n",
+        )
+        .unwrap();
+        let got: Vec<(String, String)> = dry_run(d.path(), "all", &[])
+            .unwrap()
+            .steps
+            .into_iter()
+            .map(|s| (s.location(), s.text))
+            .collect();
+        let s = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+        assert_eq!(
+            got,
+            vec![
+                s("Makefile:7", "echo pre"),
+                s("Makefile:2", "echo one"),
+                s("Makefile:4", "echo two"),
+            ]
+        );
+    }
+
     #[test]
     fn failures_quote_make() {
         let d = tempfile::tempdir().unwrap();
@@ -253,5 +657,49 @@ mod tests {
             e.contains("Makefile:1") && e.contains("references itself"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn inspect_reads_values_origins_and_targets() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("Makefile"),
+            "include missing.mk\nVERSION ?= 0.0.1\nBASE ?= quay.io/${ORG}/op\nIMG = $(BASE):v$(VERSION)\nQ := \"a b\"\nS := x$(NOPE)\ndefine ML\none\ntwo\nendef\nbundle-k8s: ; @:\nbundle-ocp: bundle-k8s\n",
+        )
+        .unwrap();
+        let db = inspect(
+            d.path(),
+            &["VERSION", "IMG", "Q", "S", "ML", "UNSET"],
+            &[("VERSION".into(), "1.2.3".into())],
+        )
+        .unwrap();
+        let v = |n: &str| db.variables.get(n).cloned();
+        assert_eq!(v("VERSION").unwrap().value, "1.2.3");
+        assert_eq!(v("VERSION").unwrap().origin, Origin::CommandLine);
+        let img = v("IMG").unwrap();
+        assert_eq!(img.value, "quay.io//op:v1.2.3");
+        assert_eq!(img.location(), "Makefile:4");
+        // make names the line of the variable it was expanding.
+        assert_eq!(
+            img.undefined,
+            vec![("ORG".to_owned(), "Makefile:4".to_owned())]
+        );
+        assert_eq!(v("Q").unwrap().value, "\"a b\"");
+        // A simple variable's reference to an unset one is said at its own line.
+        assert_eq!(
+            v("S").unwrap().undefined,
+            vec![("NOPE".to_owned(), "Makefile:6".to_owned())]
+        );
+        assert_eq!(v("ML").unwrap().value, "one\ntwo");
+        assert!(v("UNSET").is_none());
+        assert_eq!(db.targets, vec!["bundle-k8s", "bundle-ocp"]);
+        assert_eq!(
+            db.missing,
+            vec![Missing {
+                at: "Makefile:1".into(),
+                file: "missing.mk".into()
+            }]
+        );
+        assert!(inspect(d.path(), &["A B"], &[]).is_err());
     }
 }

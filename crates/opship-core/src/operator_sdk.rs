@@ -9,7 +9,6 @@ use serde_json::Value;
 
 use crate::config::{Config, OperatorImage, Release};
 use crate::error::{Error, Result};
-use crate::makefile::Makefile;
 use crate::yaml::{self, Origin};
 
 /// What `init --from-operator-sdk` is asked to do.
@@ -51,6 +50,101 @@ pub struct Adoption {
 /// kubebuilder's default `IMG`: the placeholder itself, i.e. no image chosen yet.
 const DEFAULT_IMG: &str = "controller:latest";
 
+/// The make variables the bundle recipe may not show, read from make's database.
+const MAKE_VARIABLES: &[&str] = &[
+    "BUNDLE_GEN_FLAGS",
+    "VERSION",
+    "IMG",
+    "BUNDLE_IMG",
+    "CATALOG_IMG",
+    "IMAGE_TAG_BASE",
+    "USE_IMAGE_DIGESTS",
+];
+
+/// A make variable's value (one shell word has its quotes removed, as the shell would:
+/// `CHANNELS = "a,b"`) and where it was set (`Makefile:12 (VERSION)`, `--set VERSION`).
+/// Without a Makefile, only the values given as on make's command line count.
+fn variable(
+    db: Option<&crate::make::Database>,
+    make_vars: &[(String, String)],
+    name: &str,
+) -> Option<(String, String)> {
+    match db {
+        Some(db) => db.variables.get(name).map(|v| {
+            let from = match &v.origin {
+                crate::make::Origin::CommandLine => format!("--set {name}"),
+                _ => format!("{} ({name})", v.location()),
+            };
+            (unquote(&v.value), from)
+        }),
+        None => make_vars
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| (unquote(v), format!("--set {name}"))),
+    }
+}
+
+/// An image variable (`BUNDLE_IMG`, `IMAGE_TAG_BASE`) when it is a usable reference; one built
+/// from variables make expands to nothing, or that is no reference, is left out and said so.
+fn image_variable(
+    db: Option<&crate::make::Database>,
+    make_vars: &[(String, String)],
+    name: &str,
+    to_decide: &mut Vec<String>,
+) -> Option<(String, String)> {
+    let (value, from) = variable(db, make_vars, name)?;
+    let undefined = db
+        .and_then(|d| d.variables.get(name))
+        .map(|v| v.undefined.clone())
+        .unwrap_or_default();
+    let probe = if name == "IMAGE_TAG_BASE" {
+        format!("{value}:tag")
+    } else {
+        value.clone()
+    };
+    if value.is_empty() {
+        return None;
+    }
+    if !undefined.is_empty() || check_reference(&probe, &from, &[]).is_err() {
+        let why = if undefined.is_empty() {
+            "is not an image reference".to_owned()
+        } else {
+            format!(
+                "is built from {}, which make expands to nothing",
+                unset_list(&undefined)
+            )
+        };
+        to_decide.push(format!(
+            "{from}: {name} `{value}` {why}; not used (give it as on make's command line: --set {name}=…)"
+        ));
+        return None;
+    }
+    Some((value, from))
+}
+
+/// A value as the shell reads one word: `"a,b"` is `a,b`. Several words stay as written.
+fn unquote(value: &str) -> String {
+    let t = value.trim();
+    match crate::shell::split(t) {
+        Ok(cmds) => match cmds.as_slice() {
+            [c] if c.assignments.is_empty() && c.words.len() == 1 => c.words[0].clone(),
+            [] => String::new(),
+            _ => t.to_owned(),
+        },
+        Err(_) => t.to_owned(),
+    }
+}
+
+/// `` `USER` (Makefile:24), `ORG` (Makefile:3) ``.
+fn unset_list(undefined: &[(String, String)]) -> String {
+    undefined
+        .iter()
+        .map(|(n, at)| format!("`{n}` ({at})"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Reads the project in `req.dir`.
 pub fn adopt(req: &Request) -> Result<Adoption> {
     let dir = &req.dir;
@@ -73,58 +167,16 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         // runs on it.
         crate::input::read(&makefile_path, crate::input::Kind::Config)?;
     }
-    let mf = if makefile_path.is_file() {
-        // The recipe comes from make itself (below); this reading only gives the variables
-        // the recipe does not show, so a Makefile it cannot follow costs only those.
-        match Makefile::read(&makefile_path, &req.make_vars) {
-            Ok(m) => Some(m),
-            Err(e) => {
-                to_decide.push(format!(
-                    "the variables the bundle recipe does not show (BUNDLE_IMG, IMAGE_TAG_BASE, USE_IMAGE_DIGESTS) were not read: {e}"
-                ));
-                None
-            }
-        }
-    } else {
+    let has_makefile = makefile_path.is_file();
+    if !has_makefile {
         to_decide.push(format!(
             "{} not found: operator-sdk's defaults are used (channel alpha, the base CSV's version)",
             makefile_path.display()
         ));
-        // Values given as on make's command line still count.
-        Some(Makefile::parse("", &makefile_path, &req.make_vars)?)
-    };
-    // A value needing what the evaluator does not run ($(shell), $(call)) is left out and said
-    // so, naming the variable: init stops only for what the bundle needs.
-    let skipped = std::cell::RefCell::new(Vec::new());
-    let var = |name: &str| -> Result<Option<(String, String)>> {
-        let Some(mf) = &mf else { return Ok(None) };
-        let v = match mf.get(name) {
-            Ok(v) => v,
-            Err(e) => {
-                skipped
-                    .borrow_mut()
-                    .push(format!("{name} was not read: {e}"));
-                return Ok(None);
-            }
-        };
-        Ok(v.map(|v| {
-            let from = match v.line {
-                Some(l) => format!("Makefile:{l} ({name})"),
-                None => format!("--set {name}"),
-            };
-            (v.text.trim().to_owned(), from)
-        }))
-    };
-    if let Some(mf) = &mf {
-        for (line, what) in &mf.includes {
-            to_decide.push(format!(
-                "Makefile:{line} includes {what}, which opship does not read: check the values below"
-            ));
-        }
     }
 
     // What the bundle recipe runs, as the project's own make prints it.
-    let recipe = if makefile_path.is_file() {
+    let recipe = if has_makefile {
         Some(Recipe::read(
             dir,
             req.target.as_deref().unwrap_or("bundle"),
@@ -133,10 +185,24 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     } else {
         None
     };
+    // The variables the recipe does not show, as make holds them once the Makefile is read.
+    let db = if has_makefile {
+        let db = crate::make::inspect(dir, MAKE_VARIABLES, &req.make_vars)?;
+        for m in &db.missing {
+            let note = m.to_string();
+            if !to_decide.contains(&note) {
+                to_decide.push(note);
+            }
+        }
+        Some(db)
+    } else {
+        None
+    };
+    let var = |name: &str| variable(db.as_ref(), &req.make_vars, name);
     // operator-sdk's flags: those of the recipe's `generate bundle` line, else BUNDLE_GEN_FLAGS.
     let flags = match recipe.as_ref().and_then(|r| r.flags.clone()) {
         Some(f) => f,
-        None => match var("BUNDLE_GEN_FLAGS")? {
+        None => match var("BUNDLE_GEN_FLAGS") {
             Some((text, from)) => GenFlags::parse(&text, &from),
             None => GenFlags::default(),
         },
@@ -182,12 +248,20 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     });
 
     // The kustomization and the image edit the bundle recipe runs.
+    let project_root = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     let manifests = match (
         &req.manifests,
         recipe.as_ref().and_then(|r| r.build_dir.clone()),
     ) {
         (Some(m), _) => (m.clone(), "--manifests".to_owned()),
-        (None, Some((d, at))) => (PathBuf::from(d), format!("{at} (bundle recipe)")),
+        (None, Some((d, at))) => match in_project(dir, &project_root, &d) {
+            Some(p) => (p, format!("{at} (bundle recipe)")),
+            None => {
+                return Err(Error::Input(format!(
+                    "{at}: the recipe builds {d}, outside the project; choose the kustomization with --manifests"
+                )));
+            }
+        },
         (None, None) => (
             PathBuf::from("config/manifests"),
             "operator-sdk's layout".to_owned(),
@@ -230,7 +304,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     }
 
     // Version: --version, else VERSION, else the base CSV's (operator-sdk's default).
-    let version = match (&flags.version, var("VERSION")?, base_version) {
+    let version = match (&flags.version, var("VERSION"), base_version) {
         (Some(v), _, _) => Some(v.clone()),
         (None, Some(v), _) => Some(v),
         (None, None, Some(v)) => Some((v, "the base CSV's spec.version".into())),
@@ -298,7 +372,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     let set_image = recipe.as_ref().and_then(|r| r.set_image.clone());
     let img = match set_image.as_ref().map(|s| (s.image.clone(), s.at.clone())) {
         Some((i, at)) => Some((i, format!("{at} (kustomize edit set image)"))),
-        None => var("IMG")?,
+        None => var("IMG"),
     }
     .filter(|(i, _)| i != DEFAULT_IMG && !i.is_empty());
     let manager_dir = set_image
@@ -311,7 +385,19 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     };
     let operator = match image {
         Some((reference, from)) => {
-            check_reference(&reference, &from)?;
+            let undefined = db
+                .as_ref()
+                .and_then(|d| d.variables.get("IMG"))
+                .filter(|v| unquote(&v.value) == reference)
+                .map(|v| v.undefined.clone())
+                .unwrap_or_default();
+            check_reference(&reference, &from, &undefined)?;
+            if !undefined.is_empty() {
+                to_decide.push(format!(
+                    "{from}: the operator image `{reference}` is built from {}, which make expands to nothing: check it, or give IMG as on make's command line (--set IMG=<image>)",
+                    unset_list(&undefined)
+                ));
+            }
             let (repo, tag) = crate::config::split_tag(&reference);
             let tag = tag.map(|t| match &version {
                 Some(v) if t.contains(v.as_str()) => t.replace(v.as_str(), "{version}"),
@@ -348,9 +434,15 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         ("bundle", "BUNDLE_IMG", "-bundle"),
         ("catalog", "CATALOG_IMG", "-catalog"),
     ] {
-        let value = match var(var_name)? {
+        let value = match image_variable(db.as_ref(), &req.make_vars, var_name, &mut to_decide) {
             Some((i, from)) => Some((crate::config::split_tag(&i).0.to_owned(), from)),
-            None => var("IMAGE_TAG_BASE")?.map(|(b, from)| (format!("{b}{suffix}"), from)),
+            None => image_variable(
+                db.as_ref(),
+                &req.make_vars,
+                "IMAGE_TAG_BASE",
+                &mut to_decide,
+            )
+            .map(|(b, from)| (format!("{b}{suffix}"), from)),
         };
         if let Some((repo, from)) = value {
             found.push(Found {
@@ -379,7 +471,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         _ => Vec::new(),
     };
     let use_digests = flags.use_image_digests.is_some()
-        || var("USE_IMAGE_DIGESTS")?.is_some_and(|(v, _)| v == "true");
+        || var("USE_IMAGE_DIGESTS").is_some_and(|(v, _)| v == "true");
     let bundle_dir = flags
         .output_dir
         .clone()
@@ -400,27 +492,28 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
 
     // The recipe's `kustomize edit`s, run on a copy before every build.
     let mut kustomize_edits = Vec::new();
-    let project_root = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let reached = crate::kustomize::reached(&manifests_dir)?;
     for e in recipe.iter().flat_map(|r| &r.edits) {
-        let d = Path::new(&e.dir);
-        let d = if d.is_absolute() {
-            match d
-                .strip_prefix(&project_root)
-                .or_else(|_| d.strip_prefix(dir))
-            {
-                Ok(r) if r.as_os_str().is_empty() => PathBuf::from("."),
-                Ok(r) => r.to_path_buf(),
-                Err(_) => {
-                    return Err(Error::Input(format!(
-                        "{}: the recipe runs `kustomize edit {}` in {}, outside the project",
-                        e.at,
-                        e.args.join(" "),
-                        e.dir
-                    )));
-                }
-            }
-        } else {
-            d.to_path_buf()
+        // An edit of a kustomization the build does not read (one the recipe builds after
+        // generation) changes nothing opship generates.
+        let edited = std::fs::canonicalize(dir.join(&e.dir));
+        if !edited.as_ref().is_ok_and(|d| reached.contains(d)) {
+            to_decide.push(format!(
+                "{}: the recipe runs `kustomize edit {}` in {}, which the build of {} does not read; opship does not run it",
+                e.at,
+                e.args.join(" "),
+                e.dir,
+                manifests.0.display()
+            ));
+            continue;
+        }
+        let Some(d) = in_project(dir, &project_root, &e.dir) else {
+            return Err(Error::Input(format!(
+                "{}: the recipe runs `kustomize edit {}` in {}, outside the project",
+                e.at,
+                e.args.join(" "),
+                e.dir
+            )));
         };
         found.push(Found {
             key: "kustomizeEdits".into(),
@@ -482,11 +575,23 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         // the release has them (its operator image and version), else make's.
         if let Some(at) = recipe.as_ref().and_then(|r| r.envsubst.clone()) {
             let mut vars = std::collections::BTreeMap::new();
-            for name in envsubst_references(&objects) {
+            let names = envsubst_references(&objects);
+            // The values make gives the variables the build refers to.
+            let asked: Vec<&str> = names
+                .iter()
+                .map(String::as_str)
+                .filter(|n| !["IMG", "VERSION"].contains(n))
+                .collect();
+            let values = if has_makefile && !asked.is_empty() {
+                Some(crate::make::inspect(dir, &asked, &req.make_vars)?)
+            } else {
+                None
+            };
+            for name in names {
                 let value = match name.as_str() {
                     "IMG" if operator.is_some() => Some("{operatorImage}".to_owned()),
                     "VERSION" => Some("{version}".to_owned()),
-                    _ => var(&name)?.map(|(v, _)| v),
+                    _ => variable(values.as_ref(), &req.make_vars, &name).map(|(v, _)| v),
                 };
                 match value {
                     Some(v) => {
@@ -608,7 +713,9 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         });
     }
 
-    to_decide.extend(skipped.take());
+    // The same note can come from the recipe's dry run and from make's database.
+    let mut seen = std::collections::HashSet::new();
+    to_decide.retain(|n| seen.insert(n.clone()));
     let config = Config {
         package,
         channels,
@@ -872,7 +979,7 @@ impl Recipe {
     fn read(dir: &Path, target: &str, vars: &[(String, String)]) -> Result<Recipe> {
         let steps = crate::make::dry_run(dir, target, vars).map_err(|e| match e {
             Error::Input(m) if m.contains(&format!("No rule to make target '{target}'")) => {
-                let c = bundle_targets(&dir.join("Makefile"));
+                let c = bundle_targets(dir, vars);
                 Error::Input(if c.is_empty() {
                     format!("{m}\nthe Makefile has no `{target}` target; name the one that makes the bundle with --target")
                 } else {
@@ -881,8 +988,15 @@ impl Recipe {
             }
             e => e,
         })?;
-        let steps = expand_sub_makes(dir, steps, vars, &mut vec![target.to_owned()]);
         let mut r = Recipe::default();
+        r.notes.extend(steps.missing.iter().map(|m| m.to_string()));
+        let steps = expand_sub_makes(
+            dir,
+            steps.steps,
+            vars,
+            &mut vec![target.to_owned()],
+            &mut r.notes,
+        );
         let mut images: Vec<SetImage> = Vec::new();
         let mut generated = false;
         for (step, at) in &steps {
@@ -1020,6 +1134,15 @@ impl Recipe {
                         "before generation"
                     }
                 ));
+            } else if !step.target.contains('/') && !step.target.starts_with('.') {
+                // A named prerequisite's commands (`manifests`' controller-gen, a template
+                // rendered into a kustomization) are part of what `make bundle` does; a file
+                // target (`bin/kustomize`, a tool download) is not.
+                r.notes.push(format!(
+                    "{at}: the prerequisite `{}` runs `{}` before generation; opship does not run it",
+                    step.target,
+                    first_line(&step.text)
+                ));
             }
         }
         // The operator's image is the placeholder `controller` (kubebuilder's name), else the
@@ -1065,6 +1188,7 @@ fn expand_sub_makes(
     steps: Vec<crate::make::Step>,
     vars: &[(String, String)],
     chain: &mut Vec<String>,
+    notes: &mut Vec<String>,
 ) -> Vec<(crate::make::Step, String)> {
     let mut out = Vec::new();
     for step in steps {
@@ -1089,15 +1213,25 @@ fn expand_sub_makes(
             match crate::make::dry_run(dir, t, &sub_vars) {
                 Ok(s) => {
                     chain.push(t.clone());
-                    let own: Vec<_> = s.into_iter().filter(|x| x.target == *t).collect();
-                    for (mut x, inner) in expand_sub_makes(dir, own, &sub_vars, chain) {
+                    for m in &s.missing {
+                        let note = m.to_string();
+                        if !notes.contains(&note) {
+                            notes.push(note);
+                        }
+                    }
+                    let own: Vec<_> = s.steps.into_iter().filter(|x| x.target == *t).collect();
+                    for (mut x, inner) in expand_sub_makes(dir, own, &sub_vars, chain, notes) {
                         // The commands are the calling recipe's own.
                         x.target = step.target.clone();
                         expanded.push((x, format!("{inner} (`make {t}` at {at})")));
                     }
                     chain.pop();
                 }
-                Err(_) => {
+                // The sub-make stays listed, with why its commands are not known.
+                Err(e) => {
+                    notes.push(format!(
+                        "{at}: the recipe's sub-make `make {t}` could not be dry-run, so what it runs is not known: {e}"
+                    ));
                     ok = false;
                     break;
                 }
@@ -1184,7 +1318,7 @@ fn committed_metadata(path: &Path) -> Result<Option<KeptMetadata>> {
 
 /// Refuses what cannot be an image reference: a value built from an empty environment
 /// variable or a command that printed nothing (`quay.io//op`, `op:`), or a broken line.
-fn check_reference(r: &str, from: &str) -> Result<()> {
+fn check_reference(r: &str, from: &str, undefined: &[(String, String)]) -> Result<()> {
     let (repo, tag) = crate::config::split_tag(r);
     let ok = !repo.is_empty()
         && r.chars()
@@ -1194,8 +1328,16 @@ fn check_reference(r: &str, from: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
+        let why = if undefined.is_empty() {
+            "is it built from an environment variable or a command that gave nothing?".to_owned()
+        } else {
+            format!(
+                "it is built from {}, which make expands to nothing",
+                unset_list(undefined)
+            )
+        };
         Err(Error::Input(format!(
-            "{from}: the operator image `{r}` is not an image reference (is it built from an environment variable or a command that gave nothing?); give it as on make's command line: --set IMG=<image>"
+            "{from}: the operator image `{r}` is not an image reference ({why}); give it as on make's command line: --set IMG=<image>"
         )))
     }
 }
@@ -1213,20 +1355,49 @@ fn first_line(s: &str) -> String {
     }
 }
 
-/// The Makefile's rule names that start with `bundle`, for `--target`.
-fn bundle_targets(makefile: &Path) -> Vec<String> {
-    let Ok(text) = crate::input::read_string(makefile, crate::input::Kind::Config) else {
+/// The Makefile's targets that make the bundle, for `--target`: of the targets make knows
+/// whose name holds `bundle`, those whose dry run runs `operator-sdk generate bundle` (all of
+/// them when none does).
+fn bundle_targets(dir: &Path, vars: &[(String, String)]) -> Vec<String> {
+    /// Candidates dry-run at most (each one is a run of make).
+    const MAX_CANDIDATES: usize = 24;
+    let Ok(db) = crate::make::inspect(dir, &[], vars) else {
         return Vec::new();
     };
-    let mut out: Vec<String> = text
-        .lines()
-        .filter(|l| l.starts_with("bundle"))
-        .filter_map(|l| l.split_once(':').map(|(n, _)| n.trim().to_owned()))
-        .filter(|n| !n.contains(['$', ' ', '=']))
+    let named: Vec<String> = db
+        .targets
+        .into_iter()
+        .filter(|t| t.contains("bundle") && !t.contains('/') && !t.starts_with('.'))
         .collect();
-    out.sort();
-    out.dedup();
-    out
+    let generating: Vec<String> = named
+        .iter()
+        .take(MAX_CANDIDATES)
+        .filter(|t| {
+            crate::make::dry_run(dir, t, vars)
+                .is_ok_and(|r| r.steps.iter().any(|s| runs_generate_bundle(&s.text)))
+        })
+        .cloned()
+        .collect();
+    if generating.is_empty() {
+        named
+    } else {
+        generating
+    }
+}
+
+/// Whether a command line runs `… generate [flags] bundle`.
+fn runs_generate_bundle(text: &str) -> bool {
+    crate::shell::split(text).is_ok_and(|cmds| {
+        cmds.iter().any(|c| {
+            let w = &c.words;
+            w.iter().position(|x| x == "generate").is_some_and(|g| {
+                w[g + 1..]
+                    .iter()
+                    .find(|x| !x.starts_with('-'))
+                    .is_some_and(|x| x == "bundle")
+            })
+        })
+    })
 }
 
 /// `<manifests>/bases/*.clusterserviceversion.yaml` of the package (or the only one).
@@ -1298,8 +1469,44 @@ fn sub_kustomizations(dir: &Path) -> Vec<String> {
     out
 }
 
+/// A path of the recipe (`$(CURDIR)/config/manifests` is absolute) relative to the project
+/// `dir` (canonical: `root`); `None` when it is outside.
+fn in_project(dir: &Path, root: &Path, p: &str) -> Option<PathBuf> {
+    let p = Path::new(p);
+    if !p.is_absolute() {
+        return Some(p.to_path_buf());
+    }
+    match p.strip_prefix(root).or_else(|_| p.strip_prefix(dir)) {
+        Ok(r) if r.as_os_str().is_empty() => Some(PathBuf::from(".")),
+        Ok(r) => Some(r.to_path_buf()),
+        Err(_) => None,
+    }
+}
+
 fn rel(base: &Path, p: &Path) -> String {
     p.strip_prefix(base).unwrap_or(p).display().to_string()
+}
+
+/// `text` as YAML comment lines, the first after `lead`, the rest indented under it; control
+/// characters (a recipe's `printf "\033[…"`) escaped, as YAML allows none in a comment.
+fn comment(lead: &str, text: &str) -> String {
+    let mut out = String::new();
+    for (i, line) in text.lines().enumerate() {
+        out.push_str(if i == 0 { lead } else { "#       " });
+        for c in line.chars() {
+            if c.is_control() && c != '\t' {
+                out.extend(c.escape_default());
+            } else {
+                out.push(c);
+            }
+        }
+        out.push('\n');
+    }
+    if out.is_empty() {
+        out.push_str(lead.trim_end());
+        out.push('\n');
+    }
+    out
 }
 
 /// The adopted config as `opship.yaml` text: a header saying where each value came from, then
@@ -1312,12 +1519,15 @@ pub fn config_text(a: &Adoption) -> Result<String> {
          # Paths are relative to this file. Docs: docs/config.md\n#\n# Found:\n",
     );
     for f in &a.found {
-        out.push_str(&format!("#   {}: {}  <- {}\n", f.key, f.value, f.from));
+        out.push_str(&comment(
+            "#   ",
+            &format!("{}: {}  <- {}", f.key, f.value, f.from),
+        ));
     }
     if !a.to_decide.is_empty() {
         out.push_str("#\n# Still to decide:\n");
         for d in &a.to_decide {
-            out.push_str(&format!("#   - {d}\n"));
+            out.push_str(&comment("#   - ", d));
         }
     }
     out.push('\n');
@@ -1455,9 +1665,10 @@ mod tests {
             "CSV = bundle/manifests/op.clusterserviceversion.yaml\nbundle: tool\n\toperator-sdk generate bundle -q\n\t$(MAKE) post V=2\ntool:\n\techo download\npost: tool\n\tsed -i 's/a: .*/a: $(V)/' $(CSV)\n\t$(MAKE) post\n",
         )
         .unwrap();
-        let steps = crate::make::dry_run(d.path(), "bundle", &[]).unwrap();
+        let steps = crate::make::dry_run(d.path(), "bundle", &[]).unwrap().steps;
+        let mut notes = Vec::new();
         let got: Vec<(String, String, String)> =
-            expand_sub_makes(d.path(), steps, &[], &mut vec!["bundle".into()])
+            expand_sub_makes(d.path(), steps, &[], &mut vec!["bundle".into()], &mut notes)
                 .into_iter()
                 .map(|(s, at)| (s.target, at, s.text))
                 .collect();
@@ -1478,6 +1689,29 @@ mod tests {
                     ": opship-sub-make post"
                 ),
             ]
+        );
+        assert!(notes.is_empty(), "{notes:?}");
+
+        // A sub-make make cannot dry-run stays listed, with make's own message.
+        std::fs::write(
+            d.path().join("Makefile"),
+            "bundle:\n\toperator-sdk generate bundle -q\n\t$(MAKE) post\npost: nothing-makes-this\n\techo post\n",
+        )
+        .unwrap();
+        let r = Recipe::read(d.path(), "bundle", &[]).unwrap();
+        assert!(
+            r.notes.iter().any(|n| n
+                .starts_with("Makefile:3: the recipe's sub-make `make post` could not be dry-run")
+                && n.contains("No rule to make target 'nothing-makes-this'")),
+            "{:?}",
+            r.notes
+        );
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.starts_with("Makefile:3: the recipe runs `make post` after generation")),
+            "{:?}",
+            r.notes
         );
     }
 }
