@@ -42,6 +42,8 @@ fuzz_target!(|data: &[u8]| {
         labels: Default::default(),
         operator_image: Some(("controller".into(), "quay.io/fuzz/op:v1.2.3".into())),
         display_name: Some("Fuzz Operator".into()),
+        csv_annotations: Default::default(),
+        extra_manifests: Vec::new(),
     };
     if let Ok(b) = bundle::generate(Inputs { objects, base_csv }, &opts) {
         // What generation writes must stay within what the validator reads.

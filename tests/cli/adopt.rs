@@ -873,7 +873,22 @@ bundle:\n\tkustomize build config/manifests | operator-sdk generate bundle -q --
 \tsed -i 's/Memcached/Cached/' $(CSV)\n\
 \tyq -i '.spec.displayName = \"Memcached CE\"' $(CSV)\n\
 \tyq -i '.metadata.annotations.\"features.operators.openshift.io/disconnected\" = \"true\"' $(CSV)\n\
-\tcp extra.yaml bundle/manifests/\n",
+\tcp extra.yaml bundle/manifests/\n\
+\tcd config && cp -v prometheus/rule.yaml ../bundle/manifests/rule.yaml\n\
+\tcp made-by-a-script.yaml bundle/manifests/\n\
+\tcp -r config/more bundle/manifests/\n\
+\tyq -i '.metadata.annotations.x |= \"y\"' $(CSV)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("extra.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\ndata:\n  k: \"v\"   # kept as written\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(p.join("config/prometheus")).unwrap();
+    std::fs::write(
+        p.join("config/prometheus/rule.yaml"),
+        "apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata:\n  name: rules\nspec:\n  groups: []\n",
     )
     .unwrap();
     init_and_generate(&p, &["--from-operator-sdk"], "opship.yaml");
@@ -886,14 +901,27 @@ bundle:\n\tkustomize build config/manifests | operator-sdk generate bundle -q --
     );
     assert!(
         cfg.contains("Makefile:7: the recipe runs `sed -i 's/Memcached/Cached/'")
-            && cfg.contains("Makefile:9: the recipe runs `yq -i '.metadata.annotations.")
-            && cfg.contains("Makefile:10: the recipe runs `cp extra.yaml bundle/manifests/`"),
+            && cfg.contains("Makefile:12: the recipe copies `made-by-a-script.yaml` into the bundle's manifests/; it is not a file of the project")
+            && cfg.contains("Makefile:13: the recipe runs `cp -r config/more bundle/manifests/`")
+            && cfg.contains("Makefile:14: the recipe runs `yq -i '.metadata.annotations.x |= \"y\"'"),
         "{cfg}"
     );
+    // CSV annotations and files copied into manifests/ become settings.
+    assert!(
+        cfg.contains("csvAnnotations:\n  features.operators.openshift.io/disconnected: \"true\"\n")
+            && cfg.contains("extraManifests:\n  - extra.yaml\n  - config/prometheus/rule.yaml\n"),
+        "{cfg}"
+    );
+    assert_eq!(
+        std::fs::read(p.join("bundle/manifests/extra.yaml")).unwrap(),
+        std::fs::read(p.join("extra.yaml")).unwrap()
+    );
+    assert!(p.join("bundle/manifests/rule.yaml").is_file());
     assert!(cfg.contains("displayName: Memcached CE\n"), "{cfg}");
     let csv = std::fs::read_to_string(p.join("bundle").join(CSV_MEMCACHED)).unwrap();
     assert!(
         csv.contains("olm.skipRange: \">=0.0.1 <0.0.2\"")
+            && csv.contains("features.operators.openshift.io/disconnected: \"true\"")
             && csv.contains("replaces: memcached-operator.v0.0.1")
             && csv.contains("\n  displayName: Memcached CE\n"),
         "{csv}"

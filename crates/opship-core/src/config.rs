@@ -48,6 +48,16 @@ pub struct Config {
     /// `sed -i 's|displayName: A|displayName: B|' CSV` does after generation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display_name: Option<String>,
+    /// Annotations set on the CSV's `metadata.annotations` after generation, over what
+    /// generation writes (what a recipe's `yq -i '.metadata.annotations."K" = "V"' CSV` does);
+    /// `{version}` in a value is the release's.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub csv_annotations: BTreeMap<String, String>,
+    /// Files copied as they are into the bundle's `manifests/` under their own name (what a
+    /// recipe's `cp FILE bundle/manifests/` does), relative to this file; each must be one
+    /// Kubernetes object.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_manifests: Vec<PathBuf>,
     /// Where bundles are written; `{version}` is replaced (default `bundle/{version}`).
     #[serde(default)]
     pub bundle_dir: Option<String>,
@@ -357,6 +367,39 @@ impl Project {
                 Origin::file(path),
                 "`displayName` must be one non-empty line (the CSV's spec.displayName)",
             ));
+        }
+        for k in config.csv_annotations.keys() {
+            if let Some(problem) = crate::naming::qualified_name_problem(k) {
+                return Err(Error::invalid(
+                    Origin::file(path),
+                    format!("`csvAnnotations` key `{k}` is not an annotation key: {problem}"),
+                ));
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for m in &config.extra_manifests {
+            let name = m.file_name().map(|n| n.to_string_lossy().into_owned());
+            match name {
+                Some(n) if n.ends_with(".yaml") || n.ends_with(".yml") || n.ends_with(".json") => {
+                    if !seen.insert(n.clone()) {
+                        return Err(Error::invalid(
+                            Origin::file(path),
+                            format!(
+                                "`extraManifests` names two files called `{n}`; each keeps its name in manifests/"
+                            ),
+                        ));
+                    }
+                }
+                _ => {
+                    return Err(Error::invalid(
+                        Origin::file(path),
+                        format!(
+                            "`extraManifests` entry `{}` is not a .yaml, .yml or .json file",
+                            m.display()
+                        ),
+                    ));
+                }
+            }
         }
         let root = path
             .parent()

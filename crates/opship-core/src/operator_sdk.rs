@@ -684,11 +684,35 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     // The recipe's sed/yq edits that opship has a setting for.
     let mut releases = releases;
     let mut display_name = None;
+    let mut csv_annotations = std::collections::BTreeMap::new();
+    let mut extra_manifests: Vec<PathBuf> = Vec::new();
     for (key, value, at) in recipe.iter().flat_map(|r| &r.settings) {
         let from = format!("{at} (the recipe's edit)");
         let release = releases.first_mut();
         match (key.as_str(), release) {
             ("displayName", _) => display_name = Some(value.clone()),
+            ("extraManifests", _) => {
+                let file = in_project(dir, &project_root, value)
+                    .filter(|p| dir.join(p).is_file() && !p.starts_with(&bundle_dir));
+                match file {
+                    Some(p) if !extra_manifests.contains(&p) => {
+                        found.push(Found {
+                            key: "extraManifests".into(),
+                            value: p.display().to_string(),
+                            from,
+                        });
+                        extra_manifests.push(p);
+                    }
+                    Some(_) => {}
+                    None => to_decide.push(format!(
+                        "{at}: the recipe copies `{value}` into the bundle's manifests/; it is not a file of the project (made by an earlier command?), so it is not in extraManifests"
+                    )),
+                }
+                continue;
+            }
+            (k, _) if k.starts_with("csvAnnotations.") => {
+                csv_annotations.insert(k["csvAnnotations.".len()..].to_owned(), value.clone());
+            }
             ("replaces", Some(r)) => r.replaces = Some(value.clone()),
             ("skipRange", Some(r)) => r.skip_range = Some(value.clone()),
             (k, _) if k.starts_with("labels.") => {
@@ -727,6 +751,8 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         envsubst,
         csv_base,
         display_name,
+        csv_annotations,
+        extra_manifests,
         bundle_dir: Some(bundle_dir),
         images,
         exclude_kinds: Some(exclude_kinds),
@@ -840,13 +866,20 @@ struct SetImage {
 /// `sed -i 's|olm.skipRange: .*|olm.skipRange: V|' CSV`, `sed -i '/version: X/ a\  replaces:
 /// V' CSV`, `sed -i 's/K: .*/K: V/' …/annotations.yaml` (a bundle label), `yq -i
 /// '.spec.replaces = "V"' CSV`, `sed -i 's|displayName: A|displayName: B|' CSV` and `yq -i
-/// '.spec.displayName = "B"' CSV` (the display name). Anything else is `None` (the command stays listed).
+/// '.spec.displayName = "B"' CSV` (the display name), `yq -i '.metadata.annotations."K" = "V"'
+/// CSV` and `sed -i 's|P/K: .*|P/K: V|' CSV` (an annotation of the CSV). Anything else is `None`
+/// (the command stays listed).
 fn setting_edit(words: &[String]) -> Option<(String, String)> {
     let program = words.first()?.rsplit('/').next()?;
     let file = words.last()?;
     let csv = file.ends_with(".clusterserviceversion.yaml");
     let annotations = file.ends_with("metadata/annotations.yaml");
-    if !(csv || annotations) || !words.iter().any(|w| w.starts_with("-i")) {
+    let in_place = |w: &String| {
+        (w.starts_with("-i") && !w.starts_with("--"))
+            || w == "--inplace"
+            || w.starts_with("--in-place")
+    };
+    if !(csv || annotations) || !words.iter().any(in_place) {
         return None;
     }
     let unquote = |v: &str| v.trim().trim_matches(|c| c == '\'' || c == '"').to_owned();
@@ -885,6 +918,12 @@ fn setting_edit(words: &[String]) -> Option<(String, String)> {
                 ("olm.skipRange", true) => Some(("skipRange".into(), unquote(v))),
                 ("displayName", true) => Some(("displayName".into(), unquote(v))),
                 ("replaces", true) => Some(("replaces".into(), unquote(v))),
+                // A prefixed key (`operators.openshift.io/valid-subscription`) is an annotation.
+                (k, true)
+                    if k.contains('/') && crate::naming::qualified_name_problem(k).is_none() =>
+                {
+                    Some((format!("csvAnnotations.{k}"), unquote(v)))
+                }
                 (k, false)
                     if k.contains('.') && !k.starts_with("operators.operatorframework.io.") =>
                 {
@@ -895,17 +934,76 @@ fn setting_edit(words: &[String]) -> Option<(String, String)> {
         }
         "yq" => {
             let (path, v) = expr.split_once('=')?;
+            // `|=` and `+=` compute from the old value: not a setting.
+            if path.ends_with(['|', '+', '-', '*', '/']) {
+                return None;
+            }
+            // yq's string literal: JSON's escapes (`"[\"A\", \"B\"]"`).
+            let v = v.trim();
+            let v = if v.starts_with('"') {
+                serde_json::from_str::<String>(v).ok()?
+            } else {
+                unquote(v)
+            };
             match (path.trim(), csv) {
-                (".spec.replaces", true) => Some(("replaces".into(), unquote(v))),
-                (".spec.displayName", true) => Some(("displayName".into(), unquote(v))),
-                (".metadata.annotations.\"olm.skipRange\"", true) => {
-                    Some(("skipRange".into(), unquote(v)))
+                (".spec.replaces", true) => Some(("replaces".into(), v)),
+                (".spec.displayName", true) => Some(("displayName".into(), v)),
+                (".metadata.annotations.\"olm.skipRange\"", true) => Some(("skipRange".into(), v)),
+                (p, true) => {
+                    let key = p.strip_prefix(".metadata.annotations")?;
+                    let key = match key.strip_prefix('.') {
+                        Some(k) if k.starts_with('"') => serde_json::from_str::<String>(k).ok()?,
+                        Some(k) => k.to_owned(),
+                        None => {
+                            let k = key.strip_prefix('[')?.strip_suffix(']')?;
+                            serde_json::from_str::<String>(k).ok()?
+                        }
+                    };
+                    crate::naming::qualified_name_problem(&key)
+                        .is_none()
+                        .then(|| (format!("csvAnnotations.{key}"), v))
                 }
                 _ => None,
             }
         }
         _ => None,
     }
+}
+
+/// The files of `cp [-f|-p|-v…] FILE… DEST` whose DEST is a bundle's `manifests/` directory
+/// (`bundle/manifests`, `bundle/manifests/`), or `manifests/NAME` with NAME the one file's own
+/// name. Globs, directories (`-r`) and renames are not read.
+fn copied_into_manifests(words: &[String]) -> Option<Vec<String>> {
+    let (program, rest) = words.split_first()?;
+    if program.rsplit('/').next() != Some("cp") {
+        return None;
+    }
+    let mut files = Vec::new();
+    for w in rest {
+        if let Some(flags) = w.strip_prefix('-') {
+            // Flags that still copy one file to one file as it is.
+            if flags.is_empty() || !flags.chars().all(|c| "fpvn".contains(c)) {
+                return None;
+            }
+        } else {
+            files.push(w.clone());
+        }
+    }
+    let dest = files.pop()?;
+    if files.is_empty() || files.iter().any(|f| f.contains(['*', '?', '[', '$', '`'])) {
+        return None;
+    }
+    let dest = dest.trim_end_matches('/');
+    let is_dir = |d: &str| d == "manifests" || d.ends_with("/manifests");
+    if is_dir(dest) && !dest.starts_with("config/") && !dest.contains("/config/") {
+        return Some(files);
+    }
+    // `cp F bundle/manifests/F`: the same name.
+    let (parent, name) = dest.rsplit_once('/')?;
+    let [only] = files.as_slice() else {
+        return None;
+    };
+    (is_dir(parent) && only.rsplit('/').next() == Some(name)).then_some(files)
 }
 
 /// The names of the variables `envsubst` would replace in the objects: `$NAME` and `${NAME}`.
@@ -1097,6 +1195,27 @@ impl Recipe {
                 {
                     uses = true;
                     r.settings.push((key, value, at.clone()));
+                    continue;
+                }
+                // Files copied into the generated bundle's manifests/ (`[cd D &&] cp F… B/manifests/`).
+                if generated
+                    && cmds
+                        .iter()
+                        .filter(|c| c.words.first().is_some_and(|p| p != "cd"))
+                        .count()
+                        == 1
+                    && let Some(sources) = copied_into_manifests(w)
+                {
+                    uses = true;
+                    for s in sources {
+                        let path = match &cd {
+                            Some(d) if !s.starts_with('/') => {
+                                format!("{}/{s}", d.trim_end_matches('/'))
+                            }
+                            _ => s,
+                        };
+                        r.settings.push(("extraManifests".into(), path, at.clone()));
+                    }
                     continue;
                 }
                 // A script given the generation flags runs the generation itself.
@@ -1574,7 +1693,7 @@ mod tests {
     #[test]
     fn setting_edits() {
         const CSV: &str = "bundle/manifests/op.clusterserviceversion.yaml";
-        let cases: [Case; 8] = [
+        let cases: [Case; 14] = [
             (
                 &["bin/yq", "-i", ".spec.replaces = \"op.v1.0.0\"", CSV],
                 Some(("replaces", "op.v1.0.0")),
@@ -1621,6 +1740,58 @@ mod tests {
                 None,
             ),
             (&["sed", "-i", "s/replaces: .*/replaces: &-x/", CSV], None),
+            // CSV annotations.
+            (
+                &[
+                    "yq",
+                    "-i",
+                    ".metadata.annotations.\"operators.openshift.io/valid-subscription\" = \"[\\\"OpenShift Kubernetes Engine\\\", \\\"OpenShift Container Platform\\\"]\"",
+                    CSV,
+                ],
+                Some((
+                    "csvAnnotations.operators.openshift.io/valid-subscription",
+                    "[\"OpenShift Kubernetes Engine\", \"OpenShift Container Platform\"]",
+                )),
+            ),
+            (
+                &[
+                    "yq",
+                    "--inplace",
+                    ".metadata.annotations.containerImage = \"q.io/o:1\"",
+                    CSV,
+                ],
+                Some(("csvAnnotations.containerImage", "q.io/o:1")),
+            ),
+            (
+                &[
+                    "yq",
+                    "-i",
+                    ".metadata.annotations[\"features.operators.openshift.io/fips-compliant\"] = \"true\"",
+                    CSV,
+                ],
+                Some((
+                    "csvAnnotations.features.operators.openshift.io/fips-compliant",
+                    "true",
+                )),
+            ),
+            (
+                &[
+                    "sed",
+                    "-i",
+                    "s|features.operators.openshift.io/disconnected: .*|features.operators.openshift.io/disconnected: \"true\"|",
+                    CSV,
+                ],
+                Some((
+                    "csvAnnotations.features.operators.openshift.io/disconnected",
+                    "true",
+                )),
+            ),
+            // Computed from the old value, or not a valid key.
+            (&["yq", "-i", ".metadata.annotations.x |= \"y\"", CSV], None),
+            (
+                &["yq", "-i", ".metadata.annotations.\"a b\" = \"y\"", CSV],
+                None,
+            ),
         ];
         for (cmd, want) in cases {
             assert_eq!(

@@ -56,6 +56,10 @@ pub struct Options {
     pub operator_image: Option<(String, String)>,
     /// `spec.displayName` over the base CSV's.
     pub display_name: Option<String>,
+    /// Annotations set on the CSV last, over generation's own.
+    pub csv_annotations: BTreeMap<String, String>,
+    /// Files written into `manifests/` as they are: (file name, contents).
+    pub extra_manifests: Vec<(String, Vec<u8>)>,
 }
 
 /// The inputs of generation.
@@ -400,6 +404,17 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
         );
     }
 
+    // Files the project copies in as they are; never over a generated one.
+    for (name, bytes) in &opts.extra_manifests {
+        let path = format!("manifests/{name}");
+        if files.contains_key(&path) {
+            return Err(Error::Input(format!(
+                "extraManifests: `{name}` has the name of a file generation writes ({path})"
+            )));
+        }
+        files.insert(path, bytes.clone());
+    }
+
     let metadata = Metadata {
         package: opts.package.clone(),
         channels,
@@ -479,6 +494,11 @@ fn apply_annotations(
             "alm-examples".into(),
             json!(csv::alm_examples(&c.custom_resources)),
         );
+    }
+    // The project's own, last: what its recipe set after operator-sdk ran.
+    let version = opts.version.to_string();
+    for (k, v) in &opts.csv_annotations {
+        ann.insert(k.clone(), json!(v.replace("{version}", &version)));
     }
     Ok(())
 }

@@ -245,6 +245,8 @@ spec:
             labels: BTreeMap::new(),
             operator_image: Some(("controller".into(), "127.0.0.1:5000/x/op:v1".into())),
             display_name: None,
+            csv_annotations: Default::default(),
+            extra_manifests: Vec::new(),
         };
         let inputs = super::super::Inputs {
             objects,

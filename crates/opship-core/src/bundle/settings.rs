@@ -103,7 +103,38 @@ pub fn options(
         labels,
         operator_image: operator.map(|o| (o.placeholder().to_owned(), o.reference(version))),
         display_name: config.and_then(|c| c.display_name.clone()),
+        csv_annotations: config
+            .map(|c| c.csv_annotations.clone())
+            .unwrap_or_default(),
+        extra_manifests: match project {
+            Some(p) => extra_manifests(p)?,
+            None => Vec::new(),
+        },
     })
+}
+
+/// The project's `extraManifests`, read (within a manifest's budget) and checked to be one
+/// Kubernetes object each: (file name, contents as they are).
+fn extra_manifests(project: &Project) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut out = Vec::new();
+    for m in &project.config.extra_manifests {
+        let path = project.resolve(m);
+        let bytes = crate::input::read(&path, crate::input::Kind::Manifest)?;
+        let objects = crate::manifest::load(&crate::manifest::Source::Path(path.clone()))?;
+        if objects.len() != 1 {
+            return Err(crate::error::Error::Input(format!(
+                "{}: an extraManifests file must hold one Kubernetes object, not {}",
+                path.display(),
+                objects.len()
+            )));
+        }
+        let name = m
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        out.push((name, bytes));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

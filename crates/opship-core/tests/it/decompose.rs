@@ -250,6 +250,8 @@ pub fn inputs_for(dir: &Path) -> Result<(Original, Inputs, Options), String> {
         labels: BTreeMap::new(),
         operator_image: None,
         display_name: None,
+        csv_annotations: Default::default(),
+        extra_manifests: Vec::new(),
     };
     Ok((
         o,

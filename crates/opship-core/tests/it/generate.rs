@@ -22,6 +22,8 @@ fn opts() -> Options {
         labels: BTreeMap::new(),
         operator_image: None,
         display_name: None,
+        csv_annotations: Default::default(),
+        extra_manifests: Vec::new(),
     }
 }
 

@@ -35,6 +35,8 @@ pub(crate) fn generate(version: &str) -> bundle::Bundle {
             .as_ref()
             .map(|o| (o.placeholder().to_owned(), o.reference(version))),
         display_name: c.display_name.clone(),
+        csv_annotations: c.csv_annotations.clone(),
+        extra_manifests: Vec::new(),
     };
     bundle::generate(
         Inputs {
