@@ -625,6 +625,34 @@ mod tests {
     }
 
     #[test]
+    fn csv_annotations_and_extra_manifests_are_checked() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("opship.yaml");
+        for (text, message) in [
+            ("csvAnnotations: {\"a b\": x}\n", "is not an annotation key"),
+            (
+                "extraManifests: [a/x.yaml, b/x.yaml]\n",
+                "two files called `x.yaml`",
+            ),
+            (
+                "extraManifests: [notes.txt]\n",
+                "is not a .yaml, .yml or .json file",
+            ),
+        ] {
+            std::fs::write(&path, format!("package: demo\n{text}")).unwrap();
+            let e = Project::load(&path).unwrap_err().to_string();
+            assert!(e.contains(message), "{text}: {e}");
+        }
+        std::fs::write(
+            &path,
+            "package: demo\ncsvAnnotations: {operators.openshift.io/valid-subscription: '[\"A\"]'}\nextraManifests: [x.yaml]\n",
+        )
+        .unwrap();
+        let p = Project::load(&path).unwrap();
+        assert_eq!(p.config.extra_manifests, [PathBuf::from("x.yaml")]);
+    }
+
+    #[test]
     fn unknown_key_names_line() {
         let text = "package: demo\nchannels: [stable]\ndefaultChanel: stable\n";
         let err = yaml::parse_typed::<Config>(text, Path::new("opship.yaml"))

@@ -130,6 +130,47 @@ fn display_name_replaces_the_bases() {
     );
 }
 
+/// `csvAnnotations` win over generation's own annotations; `extraManifests` are written as
+/// they are, never over a generated file.
+#[test]
+fn csv_annotations_and_extra_manifests() {
+    let mut o = opts();
+    o.operator_image = Some(("controller".into(), "quay.io/demo/op:v1.0.0".into()));
+    o.csv_annotations.insert(
+        "features.operators.openshift.io/disconnected".into(),
+        "true".into(),
+    );
+    o.csv_annotations
+        .insert("containerImage".into(), "quay.io/demo/op:v{version}".into());
+    let rule = b"# kept as written\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\n";
+    o.extra_manifests.push(("extra.yaml".into(), rule.to_vec()));
+    let b = generate_with_base("", o.clone());
+    let ann = &b.csv["metadata"]["annotations"];
+    assert_eq!(ann["features.operators.openshift.io/disconnected"], "true");
+    assert_eq!(ann["containerImage"], "quay.io/demo/op:v1.0.0");
+    assert_eq!(b.files["manifests/extra.yaml"], rule.to_vec());
+
+    // A name generation writes is refused.
+    o.extra_manifests = vec![(b.csv_file["manifests/".len()..].to_owned(), rule.to_vec())];
+    let objects = parse_objects(BASE, Path::new("in.yaml")).unwrap();
+    let base = parse_objects(BASE_CSV, Path::new("base.yaml"))
+        .unwrap()
+        .remove(0);
+    let e = bundle::generate(
+        Inputs {
+            objects,
+            base_csv: Some(base),
+        },
+        &o,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("has the name of a file generation writes"),
+        "{e}"
+    );
+}
+
 #[test]
 fn extra_service_accounts_are_folded() {
     let extra = r#"
