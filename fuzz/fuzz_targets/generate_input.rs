@@ -44,6 +44,7 @@ fuzz_target!(|data: &[u8]| {
         display_name: Some("Fuzz Operator".into()),
         csv_annotations: Default::default(),
         extra_manifests: Vec::new(),
+        csv_substitutions: Vec::new(),
     };
     if let Ok(b) = bundle::generate(Inputs { objects, base_csv }, &opts) {
         // What generation writes must stay within what the validator reads.

@@ -932,3 +932,87 @@ bundle:\n\tkustomize build config/manifests | operator-sdk generate bundle -q --
         "{annotations}"
     );
 }
+
+/// submariner (no committed bundle): its make runs the recipe in the Dapper image unless
+/// `DAPPER_HOST_ARCH` is set; with the values its Dapper image would give (shipyard's
+/// `Makefile.inc`, not in the data, is read as empty and listed; `IS_SEMANTIC_VERSION` is
+/// computed with bash's `[[`, which make's `/bin/sh` lacks), init reads the recipe: the
+/// `$(CURDIR)` build directory as the project's `config/manifests`, the post-generation
+/// `sed -i 's/$(VERSION)/…/g'` as `csvSubstitutions`, the `kustomize edit` of `config/bundle`
+/// (built after generation) listed, not run. The bundle generates and validates, each
+/// `RELATED_IMAGE_` entry listed once although a container has its name (fault 10).
+#[test]
+fn submariner_generates_with_dappers_values() {
+    let t = tempfile::tempdir().unwrap();
+    let p = t.path().join("submariner");
+    copy_dir(&shared_projects().join("submariner"), &p);
+    let r = run(opship().current_dir(&p).args([
+        "init",
+        "--from-operator-sdk",
+        "--set",
+        "DAPPER_HOST_ARCH=amd64",
+        "--set",
+        "SHIPYARD_DIR=../shipyard",
+        "--set",
+        "VERSION=0.15.0",
+        "--set",
+        "IS_SEMANTIC_VERSION=true",
+    ]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
+    for want in [
+        "manifests: config/manifests\n",
+        "csvSubstitutions:\n  - from: $(SHORT_VERSION)\n    to: \"0.15\"\n  - from: $(VERSION)\n    to: \"{version}\"\n",
+        "channels:\n  - alpha-0.15\n",
+        "Makefile:44 includes `../shipyard/Makefile.inc`, which is missing",
+        "Makefile:194: the recipe runs `kustomize edit add resource ../../bundle/manifests/submariner.clusterserviceversion.yaml` in config/bundle, which the build of config/manifests does not read",
+        "Makefile:195: the recipe runs `",
+        "Makefile:184: the prerequisite `kustomization` runs `sed -e",
+    ] {
+        assert!(cfg.contains(want), "{want}\n{cfg}");
+    }
+    let r = run(opship().current_dir(&p).args(["generate", "bundle"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let csv: serde_json::Value = serde_saphyr::from_str(
+        &std::fs::read_to_string(p.join("bundle/manifests/submariner.clusterserviceversion.yaml"))
+            .unwrap(),
+    )
+    .unwrap();
+    let text = csv.to_string();
+    assert!(!text.contains("$(VERSION)") && !text.contains("$(SHORT_VERSION)"));
+    assert!(
+        text.contains("--branch release-0.15 "),
+        "the base CSV's text"
+    );
+    let related: Vec<(String, String)> = csv["spec"]["relatedImages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_owned(),
+                r["image"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        related
+            .iter()
+            .filter(|(n, _)| n == "submariner-operator")
+            .collect::<Vec<_>>(),
+        [&(
+            "submariner-operator".to_owned(),
+            "quay.io/submariner/submariner-operator:0.15.0".to_owned()
+        )]
+    );
+    let r = run(opship()
+        .current_dir(&p)
+        .args(["validate", "bundle", "bundle"]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    // The project's kustomizations are not edited.
+    assert_eq!(
+        std::fs::read(p.join("config/manifests/kustomization.yaml")).unwrap(),
+        std::fs::read(shared_projects().join("submariner/config/manifests/kustomization.yaml"))
+            .unwrap()
+    );
+}

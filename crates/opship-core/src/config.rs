@@ -13,6 +13,16 @@ use crate::yaml::{self, Origin};
 /// File name looked up when no `--config` is given.
 pub const DEFAULT_FILE: &str = "opship.yaml";
 
+/// One literal replacement in the CSV's text.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Substitution {
+    /// The text to find (not a pattern).
+    pub from: String,
+    /// What replaces every occurrence.
+    pub to: String,
+}
+
 /// `opship.yaml`, as written by the user.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -58,6 +68,10 @@ pub struct Config {
     /// Kubernetes object.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extra_manifests: Vec<PathBuf>,
+    /// Literal text replaced in the CSV after generation, in order (what a recipe's `sed -i
+    /// 's/$(VERSION)/1.2.3/g' CSV` does); `{version}` in `to` is the release's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub csv_substitutions: Vec<Substitution>,
     /// Where bundles are written; `{version}` is replaced (default `bundle/{version}`).
     #[serde(default)]
     pub bundle_dir: Option<String>,
@@ -375,6 +389,12 @@ impl Project {
                     format!("`csvAnnotations` key `{k}` is not an annotation key: {problem}"),
                 ));
             }
+        }
+        if config.csv_substitutions.iter().any(|s| s.from.is_empty()) {
+            return Err(Error::invalid(
+                Origin::file(path),
+                "`csvSubstitutions`: a `from` is empty (it would match everywhere)",
+            ));
         }
         let mut seen = std::collections::BTreeSet::new();
         for m in &config.extra_manifests {

@@ -737,6 +737,24 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         });
     }
 
+    // The recipe's literal replacements in the CSV; the version in a replacement follows the
+    // release.
+    let mut csv_substitutions = Vec::new();
+    for (from_text, to, at) in recipe.iter().flat_map(|r| &r.substitutions) {
+        let to = match releases.first() {
+            Some(r) if !r.version.is_empty() => to.replace(r.version.as_str(), "{version}"),
+            _ => to.clone(),
+        };
+        found.push(Found {
+            key: "csvSubstitutions".into(),
+            value: format!("`{from_text}` → `{to}`"),
+            from: format!("{at} (the recipe's edit)"),
+        });
+        csv_substitutions.push(crate::config::Substitution {
+            from: from_text.clone(),
+            to,
+        });
+    }
     // The same note can come from the recipe's dry run and from make's database.
     let mut seen = std::collections::HashSet::new();
     to_decide.retain(|n| seen.insert(n.clone()));
@@ -753,6 +771,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         display_name,
         csv_annotations,
         extra_manifests,
+        csv_substitutions,
         bundle_dir: Some(bundle_dir),
         images,
         exclude_kinds: Some(exclude_kinds),
@@ -970,6 +989,137 @@ fn setting_edit(words: &[String]) -> Option<(String, String)> {
     }
 }
 
+/// The replacements of `sed -i [-E] [-e] 's/LITERAL/TEXT/g' …CSV` when every expression is
+/// a global substitution of literal text by literal text (what `csvSubstitutions` does);
+/// anything that uses a pattern, the match (`&`, `\1`) or other flags is `None`.
+fn substitution_edit(words: &[String]) -> Option<Vec<(String, String)>> {
+    let (program, rest) = words.split_first()?;
+    if !matches!(program.rsplit('/').next(), Some("sed" | "gsed")) {
+        return None;
+    }
+    let (file, rest) = rest.split_last()?;
+    if !file.ends_with(".clusterserviceversion.yaml") {
+        return None;
+    }
+    let mut in_place = false;
+    let mut extended = false;
+    let mut scripts = Vec::new();
+    let mut i = 0;
+    while i < rest.len() {
+        let w = rest[i].as_str();
+        match w {
+            "-e" | "--expression" => {
+                i += 1;
+                scripts.push(rest.get(i)?.clone());
+            }
+            "-E" | "-r" | "--regexp-extended" => extended = true,
+            "--in-place" => in_place = true,
+            w if w.starts_with("--in-place=") => in_place = true,
+            w if w.starts_with("-i") => in_place = true,
+            w if w.starts_with('-') => return None,
+            w if scripts.is_empty() => scripts.push(w.to_owned()),
+            // A second file.
+            _ => return None,
+        }
+        i += 1;
+    }
+    if !in_place || scripts.is_empty() {
+        return None;
+    }
+    let mut out = Vec::new();
+    for script in scripts {
+        let script = script.trim().trim_end_matches(';');
+        let mut chars = script.chars();
+        if chars.next()? != 's' {
+            return None;
+        }
+        let delim = chars.next()?;
+        if delim == '\\' || delim == '\n' {
+            return None;
+        }
+        // The three parts, a `\`-escaped delimiter kept escaped for the part's own reading.
+        let mut parts = vec![String::new()];
+        let mut escaped = false;
+        for c in chars {
+            if escaped {
+                parts.last_mut()?.push('\\');
+                parts.last_mut()?.push(c);
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == delim {
+                parts.push(String::new());
+            } else {
+                parts.last_mut()?.push(c);
+            }
+        }
+        let [pattern, replacement, flags] = parts.as_slice() else {
+            return None;
+        };
+        if escaped || flags != "g" {
+            return None;
+        }
+        out.push((
+            sed_literal(pattern, extended, delim)?,
+            sed_replacement(replacement, delim)?,
+        ));
+    }
+    Some(out)
+}
+
+/// A sed pattern that matches only itself, as that text; `None` when it is a pattern.
+fn sed_literal(pattern: &str, extended: bool, delim: char) -> Option<String> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\\' {
+            let n = *chars.get(i + 1)?;
+            if ".*[]^$\\/".contains(n) || n == delim || (extended && "()|+?{}".contains(n)) {
+                out.push(n);
+                i += 2;
+                continue;
+            }
+            return None;
+        }
+        let special = match c {
+            '.' | '*' | '[' | ']' => true,
+            '^' => i == 0,
+            '$' => i + 1 == chars.len(),
+            '(' | ')' | '|' | '+' | '?' | '{' | '}' => extended,
+            _ => false,
+        };
+        if special {
+            return None;
+        }
+        out.push(c);
+        i += 1;
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// A sed replacement that is only text (no `&`, no `\1`, no `\n`).
+fn sed_replacement(text: &str, delim: char) -> Option<String> {
+    let mut out = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '&' => return None,
+            '\\' => {
+                let n = chars.next()?;
+                if n == '&' || n == '\\' || n == '/' || n == delim {
+                    out.push(n);
+                } else {
+                    return None;
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    Some(out)
+}
+
 /// The files of `cp [-f|-p|-v…] FILE… DEST` whose DEST is a bundle's `manifests/` directory
 /// (`bundle/manifests`, `bundle/manifests/`), or `manifests/NAME` with NAME the one file's own
 /// name. Globs, directories (`-r`) and renames are not read.
@@ -1069,6 +1219,8 @@ struct Recipe {
     /// Edits of the bundle that set what opship has a setting for: (setting, value,
     /// `Makefile:LINE`), e.g. (`labels.com.redhat.openshift.versions`, `v4.12`).
     settings: Vec<(String, String, String)>,
+    /// Literal replacements in the CSV after generation: (from, to, `Makefile:LINE`).
+    substitutions: Vec<(String, String, String)>,
     /// What the user has to know: commands opship does not run, with Makefile:LINE.
     notes: Vec<String>,
 }
@@ -1195,6 +1347,17 @@ impl Recipe {
                 {
                     uses = true;
                     r.settings.push((key, value, at.clone()));
+                    continue;
+                }
+                // `sed -i 's/LITERAL/TEXT/g' CSV` after generation.
+                if generated
+                    && cmds.len() == 1
+                    && let Some(subs) = substitution_edit(w)
+                {
+                    uses = true;
+                    for (from, to) in subs {
+                        r.substitutions.push((from, to, at.clone()));
+                    }
                     continue;
                 }
                 // Files copied into the generated bundle's manifests/ (`[cd D &&] cp F… B/manifests/`).
@@ -1799,6 +1962,39 @@ mod tests {
                 want.map(|(k, v)| (k.to_owned(), v.to_owned())),
                 "{cmd:?}"
             );
+        }
+    }
+
+    /// `sed -i 's/LITERAL/TEXT/g' CSV`: literal global substitutions only.
+    #[test]
+    fn substitution_edits() {
+        const CSV: &str = "bundle/manifests/op.clusterserviceversion.yaml";
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let pair = |a: &str, b: &str| Some(vec![(a.to_owned(), b.to_owned())]);
+        for (cmd, want) in [
+            (
+                &["sed", "-i", "-e", "s/$(VERSION)/0.15.0/g", CSV][..],
+                pair("$(VERSION)", "0.15.0"),
+            ),
+            (&["sed", "-i", "s|a\\.b|c\\&d|g;", CSV], pair("a.b", "c&d")),
+            (&["sed", "-E", "-i", "s/\\(x\\)/y/g", CSV], pair("(x)", "y")),
+            (
+                &["sed", "-i", "-e", "s/a/b/g", "-e", "s/c/d/g", CSV],
+                Some(vec![("a".into(), "b".into()), ("c".into(), "d".into())]),
+            ),
+            // A pattern, the match, no `g`, not in place, another file, extended groups.
+            (&["sed", "-i", "s/a.*/b/g", CSV], None),
+            (&["sed", "-i", "s/a/&b/g", CSV], None),
+            (&["sed", "-i", "s/a/b/", CSV], None),
+            (&["sed", "s/a/b/g", CSV], None),
+            (
+                &["sed", "-i", "s/a/b/g", "bundle/metadata/annotations.yaml"],
+                None,
+            ),
+            (&["sed", "-E", "-i", "s/(x)/y/g", CSV], None),
+            (&["sed", "-i", "s/^a/b/g", CSV], None),
+        ] {
+            assert_eq!(substitution_edit(&words(cmd)), want, "{cmd:?}");
         }
     }
 

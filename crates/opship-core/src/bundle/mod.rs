@@ -60,6 +60,8 @@ pub struct Options {
     pub csv_annotations: BTreeMap<String, String>,
     /// Files written into `manifests/` as they are: (file name, contents).
     pub extra_manifests: Vec<(String, Vec<u8>)>,
+    /// Literal (from, to) replacements in the CSV's strings, in order.
+    pub csv_substitutions: Vec<(String, String)>,
 }
 
 /// The inputs of generation.
@@ -267,6 +269,9 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
     }
     for d in &mut c.deployments {
         csv::rewrite_watch_namespace(d.value_mut());
+        // The deployments are the CSV's install strategy: replaced now, so the images
+        // listed from them are what the CSV ends up with.
+        substitute(d.value_mut(), &opts.csv_substitutions);
     }
 
     // RBAC.
@@ -364,6 +369,18 @@ pub fn generate(inputs: Inputs, opts: &Options) -> Result<Bundle> {
             spec.remove("relatedImages");
         } else {
             spec.insert("relatedImages".into(), Value::Array(related));
+        }
+    }
+
+    // The rest of the CSV (its deployments are done), as `sed -i 's/A/B/g' CSV` after
+    // generation would.
+    if !opts.csv_substitutions.is_empty() {
+        let deployments = csv_value["spec"]["install"]["spec"]
+            .get_mut("deployments")
+            .map(std::mem::take);
+        substitute(&mut csv_value, &opts.csv_substitutions);
+        if let Some(d) = deployments {
+            csv_value["spec"]["install"]["spec"]["deployments"] = d;
         }
     }
 
@@ -501,6 +518,25 @@ fn apply_annotations(
         ann.insert(k.clone(), json!(v.replace("{version}", &version)));
     }
     Ok(())
+}
+
+/// Every string of `v` (not the keys) with each (from, to) replaced in turn.
+fn substitute(v: &mut Value, subs: &[(String, String)]) {
+    if subs.is_empty() {
+        return;
+    }
+    match v {
+        Value::String(s) => {
+            for (from, to) in subs {
+                if s.contains(from.as_str()) {
+                    *s = s.replace(from.as_str(), to);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| substitute(x, subs)),
+        Value::Object(m) => m.values_mut().for_each(|x| substitute(x, subs)),
+        _ => {}
+    }
 }
 
 /// Formats seconds since the Unix epoch as RFC 3339 UTC (`2024-01-02T03:04:05Z`), for

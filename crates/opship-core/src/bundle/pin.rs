@@ -247,6 +247,7 @@ spec:
             display_name: None,
             csv_annotations: Default::default(),
             extra_manifests: Vec::new(),
+            csv_substitutions: Vec::new(),
         };
         let inputs = super::super::Inputs {
             objects,

@@ -106,6 +106,14 @@ pub fn options(
         csv_annotations: config
             .map(|c| c.csv_annotations.clone())
             .unwrap_or_default(),
+        csv_substitutions: config
+            .map(|c| {
+                c.csv_substitutions
+                    .iter()
+                    .map(|s| (s.from.clone(), s.to.replace("{version}", version)))
+                    .collect()
+            })
+            .unwrap_or_default(),
         extra_manifests: match project {
             Some(p) => extra_manifests(p)?,
             None => Vec::new(),

@@ -252,6 +252,7 @@ pub fn inputs_for(dir: &Path) -> Result<(Original, Inputs, Options), String> {
         display_name: None,
         csv_annotations: Default::default(),
         extra_manifests: Vec::new(),
+        csv_substitutions: Vec::new(),
     };
     Ok((
         o,

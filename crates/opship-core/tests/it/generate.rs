@@ -24,6 +24,7 @@ fn opts() -> Options {
         display_name: None,
         csv_annotations: Default::default(),
         extra_manifests: Vec::new(),
+        csv_substitutions: Vec::new(),
     }
 }
 
@@ -169,6 +170,52 @@ fn csv_annotations_and_extra_manifests() {
         e.contains("has the name of a file generation writes"),
         "{e}"
     );
+}
+
+/// `csvSubstitutions` replace literal text in the CSV, the deployments (and the images listed
+/// from them) included, and nowhere else.
+#[test]
+fn csv_substitutions_replace_text_in_the_csv() {
+    let extra = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: other}
+spec:
+  selector: {matchLabels: {app: other}}
+  template:
+    metadata: {labels: {app: other}}
+    spec:
+      serviceAccountName: demo-sa
+      containers:
+        - name: other
+          image: "quay.io/demo/other:1.0.0"
+          env: [{name: RELATED_IMAGE_AGENT, value: "quay.io/demo/agent:$(VERSION)"}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: svc, annotations: {note: "$(VERSION)"}}
+spec: {ports: [{port: 80}]}
+"#;
+    let mut o = opts();
+    o.csv_substitutions = vec![("$(VERSION)".into(), "1.0.0".into())];
+    let b = generate_with_base(extra, o);
+    let text = b.csv.to_string();
+    assert!(!text.contains("$(VERSION)"), "{text}");
+    assert!(
+        b.csv["spec"]["relatedImages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["image"] == "quay.io/demo/agent:1.0.0"),
+        "{text}"
+    );
+    let svc = b
+        .files
+        .iter()
+        .find(|(k, _)| k.contains("svc"))
+        .map(|(_, v)| String::from_utf8(v.clone()).unwrap())
+        .unwrap();
+    assert!(svc.contains("$(VERSION)"), "{svc}");
 }
 
 #[test]

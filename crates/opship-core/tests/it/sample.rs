@@ -37,6 +37,7 @@ pub(crate) fn generate(version: &str) -> bundle::Bundle {
         display_name: c.display_name.clone(),
         csv_annotations: c.csv_annotations.clone(),
         extra_manifests: Vec::new(),
+        csv_substitutions: Vec::new(),
     };
     bundle::generate(
         Inputs {
