@@ -1016,3 +1016,117 @@ fn submariner_generates_with_dappers_values() {
             .unwrap()
     );
 }
+
+/// Issue 25, faults 1 and 5: operator-sdk's directory flags (`--deploy-dir`, `--crds-dir`,
+/// `--kustomize-dir`) are honoured when nothing is piped in and `--input-dir` is named; a
+/// `bundle` whose prerequisites each generate a bundle, or that generates none while other
+/// targets do, is an error that lists the targets to choose from.
+#[test]
+fn directory_flags_and_ambiguous_bundle_targets() {
+    let (_t, p) = copy("sdk-go-memcached");
+    let deploy = p.join("deploy");
+    std::fs::create_dir_all(deploy.join("crds")).unwrap();
+    for e in std::fs::read_dir(p.join("config/crd/bases")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), deploy.join("crds").join(e.file_name())).unwrap();
+    }
+    std::fs::copy(
+        p.join("config/manager/manager.yaml"),
+        deploy.join("manager.yaml"),
+    )
+    .unwrap();
+    for f in ["role.yaml", "role_binding.yaml", "service_account.yaml"] {
+        std::fs::copy(p.join("config/rbac").join(f), deploy.join(f)).unwrap();
+    }
+    std::fs::create_dir_all(p.join("config/custom")).unwrap();
+    std::fs::rename(
+        p.join("config/manifests/bases"),
+        p.join("config/custom/bases"),
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("Makefile"),
+        "bundle:\n\toperator-sdk generate bundle -q --version 0.0.2 --deploy-dir deploy --crds-dir deploy/crds --kustomize-dir config/custom --input-dir bundle\n",
+    )
+    .unwrap();
+    let r = run(opship().current_dir(&p).args([
+        "init",
+        "--from-operator-sdk",
+        "--set",
+        "IMG=quay.io/example/memcached-operator:v0.0.2",
+    ]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("manifests: deploy  (Makefile:2: --deploy-dir)")
+            && r.stdout.contains("(base CSV): config/custom/bases/memcached-operator.clusterserviceversion.yaml  (Makefile:2: --kustomize-dir)")
+            && r.stdout.contains("`--input-dir` reads an existing bundle"),
+        "{}",
+        r.stdout
+    );
+    let r = run(opship().current_dir(&p).args(["generate", "bundle"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let csv = std::fs::read_to_string(p.join("bundle").join(CSV_MEMCACHED)).unwrap();
+    assert!(
+        csv.contains("image: quay.io/example/memcached-operator:v0.0.2")
+            && csv.contains("kind: Memcached"),
+        "{csv}"
+    );
+
+    // Two bundles from one target, into two directories.
+    std::fs::remove_file(p.join("opship.yaml")).unwrap();
+    std::fs::rename(
+        p.join("config/custom/bases"),
+        p.join("config/manifests/bases"),
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("Makefile"),
+        "bundle: bundle-k8s bundle-ocp\nbundle-k8s:\n\tkustomize build config/manifests | operator-sdk generate bundle -q\nbundle-ocp:\n\tkustomize build config/manifests | operator-sdk generate bundle -q --channels ocp --output-dir bundle-ocp\n",
+    )
+    .unwrap();
+    let r = run(opship()
+        .current_dir(&p)
+        .args(["init", "--from-operator-sdk"]));
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(
+        r.stderr.contains("runs `operator-sdk generate bundle` 2 times into 2 directories (Makefile:3 in `bundle-k8s` into bundle, Makefile:5 in `bundle-ocp` into bundle-ocp)")
+            && r.stderr.contains("--target bundle-k8s or --target bundle-ocp"),
+        "{}",
+        r.stderr
+    );
+    assert!(!p.join("opship.yaml").exists());
+    // Into one directory, the last one's bundle is what `make bundle` leaves.
+    std::fs::write(
+        p.join("Makefile"),
+        "bundle: bundle-k8s bundle-ocp\nbundle-k8s:\n\tkustomize build config/manifests | operator-sdk generate bundle -q\nbundle-ocp:\n\tkustomize build config/manifests | operator-sdk generate bundle -q --channels ocp\n",
+    )
+    .unwrap();
+    let r = run(opship()
+        .current_dir(&p)
+        .args(["init", "--from-operator-sdk"]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("channels: ocp  (Makefile:5: --channels)")
+            && r.stdout.contains("Makefile:3: `bundle-k8s` runs an earlier `operator-sdk generate bundle`, whose bundle the one at Makefile:5 replaces"),
+        "{}",
+        r.stdout
+    );
+    std::fs::remove_file(p.join("opship.yaml")).unwrap();
+
+    // A `bundle` that makes none, other targets that do.
+    std::fs::write(
+        p.join("Makefile"),
+        "bundle:\n\techo nothing here\nbundle-hub:\n\tkustomize build config/manifests | operator-sdk generate bundle -q\nbundle-build:\n\techo docker build\n",
+    )
+    .unwrap();
+    let r = run(opship()
+        .current_dir(&p)
+        .args(["init", "--from-operator-sdk"]));
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(
+        r.stderr
+            .contains("but these targets do: bundle-hub; choose one with --target"),
+        "{}",
+        r.stderr
+    );
+}

@@ -185,6 +185,22 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     } else {
         None
     };
+    // A `bundle` that makes none while other targets do: the choice is the user's.
+    if req.target.is_none()
+        && let Some(r) = &recipe
+        && r.flags.is_none()
+    {
+        let others: Vec<String> = bundle_targets(dir, &req.make_vars)
+            .into_iter()
+            .filter(|t| t != "bundle")
+            .collect();
+        if !others.is_empty() && others.iter().all(|t| generates(dir, t, &req.make_vars)) {
+            return Err(Error::Input(format!(
+                "make's dry run of `bundle` runs no `operator-sdk generate bundle`, but these targets do: {}; choose one with --target",
+                others.join(", ")
+            )));
+        }
+    }
     // The variables the recipe does not show, as make holds them once the Makefile is read.
     let db = if has_makefile {
         let db = crate::make::inspect(dir, MAKE_VARIABLES, &req.make_vars)?;
@@ -215,8 +231,25 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
             "--metadata" => format!(
                 "operator-sdk flag `{f}` writes only metadata/ and keeps the manifests as committed; opship writes both"
             ),
+            "--input-dir" => format!(
+                "operator-sdk flag `{f}` reads an existing bundle to update; opship generates the bundle whole from the manifests and is not given it"
+            ),
             _ => format!("operator-sdk flag `{f}` has no opship equivalent and is not used"),
         });
+    }
+    // With a build piped in, operator-sdk reads no directory of manifests.
+    let piped = recipe.as_ref().is_some_and(|r| r.build_dir.is_some());
+    if piped {
+        for (flag, v) in [
+            ("--deploy-dir", &flags.deploy_dir),
+            ("--crds-dir", &flags.crds_dir),
+        ] {
+            if let Some((d, at)) = v {
+                to_decide.push(format!(
+                    "{at}: operator-sdk reads no `{flag} {d}` when the manifests are piped in; neither does opship"
+                ));
+            }
+        }
     }
     if let Some(r) = &recipe {
         to_decide.extend(r.notes.iter().cloned());
@@ -262,13 +295,38 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
                 )));
             }
         },
+        // Nothing piped: operator-sdk reads `--deploy-dir` (and `--crds-dir`), plain
+        // directories of manifests.
+        (None, None) if flags.deploy_dir.is_some() => {
+            let (d, at) = flags.deploy_dir.clone().unwrap_or_default();
+            let Some(p) = in_project(dir, &project_root, &d) else {
+                return Err(Error::Input(format!(
+                    "{at}: the manifests directory {d} is outside the project; choose it with --manifests"
+                )));
+            };
+            if let Some((c, c_at)) = &flags.crds_dir
+                && !in_project(dir, &project_root, c).is_some_and(|c| c.starts_with(&p))
+            {
+                to_decide.push(format!(
+                    "{c_at}: operator-sdk also reads the CRDs in {c}, outside {d}; opship reads one manifests directory: put them under it, or build both with a kustomization and set manifests"
+                ));
+            }
+            (p, at)
+        }
         (None, None) => (
             PathBuf::from("config/manifests"),
             "operator-sdk's layout".to_owned(),
         ),
     };
     let manifests_dir = dir.join(&manifests.0);
-    if crate::kustomize::kustomization_file(&manifests_dir).is_none() {
+    let plain_dir = !piped && req.manifests.is_none() && flags.deploy_dir.is_some();
+    if plain_dir && !manifests_dir.is_dir() {
+        return Err(Error::Input(format!(
+            "{}: the recipe's --deploy-dir is not a directory",
+            manifests_dir.display()
+        )));
+    }
+    if !plain_dir && crate::kustomize::kustomization_file(&manifests_dir).is_none() {
         let subs = sub_kustomizations(&manifests_dir);
         let hint = if subs.is_empty() {
             String::new()
@@ -289,8 +347,20 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         from: manifests.1,
     });
 
-    // The base CSV: kubebuilder keeps it in <manifests>/bases/.
-    let base = find_base_csv(&manifests_dir, &package.0)?;
+    // The base CSV: `<kustomize-dir>/bases/` (operator-sdk's `--kustomize-dir`), else next to
+    // the manifests (kubebuilder keeps it in <manifests>/bases/).
+    let base_dir = match &flags.kustomize_dir {
+        Some((k, at)) => match in_project(dir, &project_root, k) {
+            Some(p) => dir.join(p),
+            None => {
+                return Err(Error::Input(format!(
+                    "{at}: --kustomize-dir {k} is outside the project"
+                )));
+            }
+        },
+        None => manifests_dir.clone(),
+    };
+    let base = find_base_csv(&base_dir, &package.0)?;
     let base_version = base
         .as_ref()
         .and_then(|(_, v)| v["spec"]["version"].as_str().map(str::to_owned))
@@ -299,7 +369,10 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         found.push(Found {
             key: "(base CSV)".into(),
             value: rel(dir, path),
-            from: format!("next to {}", rel(dir, &manifests_dir)),
+            from: match &flags.kustomize_dir {
+                Some((_, at)) => at.clone(),
+                None => format!("next to {}", rel(dir, &manifests_dir)),
+            },
         });
     }
 
@@ -557,8 +630,12 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     let mut envsubst = None;
     {
         // A build that fails here fails `generate` too: said now, with kustomize's message.
-        let objects =
-            crate::kustomize::build(&manifests_dir, Some(&placeholder), &resolved_edits, None)?;
+        let objects = crate::manifest::load_with(
+            &crate::manifest::Source::Path(manifests_dir.clone()),
+            Some(&placeholder),
+            &resolved_edits,
+            None,
+        )?;
         // A base CSV the kustomization does not include is given as csvBase.
         if !objects.iter().any(|o| o.kind() == "ClusterServiceVersion")
             && let Some((path, _)) = &base
@@ -797,6 +874,11 @@ struct GenFlags {
     output_dir: Option<(String, String)>,
     use_image_digests: Option<String>,
     extra_service_accounts: Option<(Vec<String>, String)>,
+    /// `--kustomize-dir`: where operator-sdk looks for `bases/<package>.clusterserviceversion.yaml`.
+    kustomize_dir: Option<(String, String)>,
+    /// `--deploy-dir`, `--crds-dir`: the manifests when none are piped in.
+    deploy_dir: Option<(String, String)>,
+    crds_dir: Option<(String, String)>,
     ignored: Vec<String>,
 }
 
@@ -850,6 +932,9 @@ impl GenFlags {
                 ("--default-channel", Some(v)) => g.default_channel = Some((v, src)),
                 ("--package", Some(v)) => g.package = Some((v, src)),
                 ("--output-dir", Some(v)) => g.output_dir = Some((v, src)),
+                ("--kustomize-dir", Some(v)) => g.kustomize_dir = Some((v, src)),
+                ("--deploy-dir", Some(v)) => g.deploy_dir = Some((v, src)),
+                ("--crds-dir", Some(v)) => g.crds_dir = Some((v, src)),
                 ("--use-image-digests", _) => g.use_image_digests = Some(src),
                 ("--extra-service-accounts", Some(v)) => {
                     let names = v
@@ -1249,6 +1334,9 @@ impl Recipe {
         );
         let mut images: Vec<SetImage> = Vec::new();
         let mut generated = false;
+        // Each `generate bundle` line: (the target whose recipe runs it, `Makefile:LINE`, the
+        // directory it writes).
+        let mut generations: Vec<(String, String, String)> = Vec::new();
         for (step, at) in &steps {
             let at = at.clone();
             // A recipe's `# comment` line is printed by make and does nothing in the shell.
@@ -1283,7 +1371,18 @@ impl Recipe {
                     uses = true;
                     generated = true;
                     // Global flags between `generate` and `bundle` (`--verbose`) change nothing.
-                    r.flags = Some(GenFlags::from_words(&w[g + 2 + b..], &at));
+                    let flags = GenFlags::from_words(&w[g + 2 + b..], &at);
+                    let out = flags
+                        .output_dir
+                        .as_ref()
+                        .map(|(d, _)| d.trim_end_matches('/').to_owned())
+                        .unwrap_or_else(|| "bundle".into());
+                    let out = match &cd {
+                        Some(d) if !out.starts_with('/') => format!("{d}/{out}"),
+                        _ => out,
+                    };
+                    generations.push((step.target.clone(), at.clone(), out));
+                    r.flags = Some(flags);
                     // The pipeline in front of it: `kustomize build DIR [| filter …] |`.
                     let mut j = i;
                     while j > 0 && cmds[j].joint == crate::shell::Joint::Pipe {
@@ -1445,6 +1544,34 @@ impl Recipe {
                         }
                     }
                 }
+            }
+        }
+        // Generations into one directory leave the last one's bundle (nhc's `bundle-k8s`
+        // regenerates over its prerequisite `bundle-base`); into several (`bundle: bundle-k8s
+        // bundle-ocp` with their own --output-dir), which one is meant is the user's choice.
+        let mut outs: Vec<&str> = generations.iter().map(|(_, _, o)| o.as_str()).collect();
+        outs.sort_unstable();
+        outs.dedup();
+        if outs.len() > 1 {
+            let mut targets: Vec<&str> = generations.iter().map(|(t, _, _)| t.as_str()).collect();
+            targets.dedup();
+            return Err(Error::Input(format!(
+                "make's dry run of `{target}` runs `operator-sdk generate bundle` {} times into {} directories ({}); opship makes one bundle per config: choose one with --target {}",
+                generations.len(),
+                outs.len(),
+                generations
+                    .iter()
+                    .map(|(t, at, o)| format!("{at} in `{t}` into {o}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                targets.join(" or --target ")
+            )));
+        }
+        if let Some((_, last, _)) = generations.last() {
+            for (t, at, _) in &generations[..generations.len() - 1] {
+                r.notes.push(format!(
+                    "{at}: `{t}` runs an earlier `operator-sdk generate bundle`, whose bundle the one at {last} replaces; opship generates only that one"
+                ));
             }
         }
         if r.flags.is_none() {
@@ -1654,10 +1781,7 @@ fn bundle_targets(dir: &Path, vars: &[(String, String)]) -> Vec<String> {
     let generating: Vec<String> = named
         .iter()
         .take(MAX_CANDIDATES)
-        .filter(|t| {
-            crate::make::dry_run(dir, t, vars)
-                .is_ok_and(|r| r.steps.iter().any(|s| runs_generate_bundle(&s.text)))
-        })
+        .filter(|t| generates(dir, t, vars))
         .cloned()
         .collect();
     if generating.is_empty() {
@@ -1665,6 +1789,12 @@ fn bundle_targets(dir: &Path, vars: &[(String, String)]) -> Vec<String> {
     } else {
         generating
     }
+}
+
+/// Whether make's dry run of `target` runs `operator-sdk generate bundle`.
+fn generates(dir: &Path, target: &str, vars: &[(String, String)]) -> bool {
+    crate::make::dry_run(dir, target, vars)
+        .is_ok_and(|r| r.steps.iter().any(|s| runs_generate_bundle(&s.text)))
 }
 
 /// Whether a command line runs `… generate [flags] bundle`.
