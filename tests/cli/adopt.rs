@@ -446,6 +446,37 @@ fn per_release_versions_and_environment_values() {
     assert!(!p.join("opship.yaml").exists());
 }
 
+/// Issue 25, faults 3 and 4: make itself expands `$(call)`, `$(shell)` and `$(addprefix)` in
+/// the values init reads (the old evaluator stopped at each, one variable per run); a value
+/// that is not an image reference (a stray word from a broken line) is listed and left out.
+#[test]
+fn make_functions_in_values_are_expanded_by_make() {
+    let (_t, p) = copy("sdk-go-memcached");
+    std::fs::write(
+        p.join("Makefile"),
+        "VERSION ?= 0.0.2\ndefine tag\nv$(1)\nendef\n\
+IMAGE_TAG_BASE ?= $(addprefix quay.io/,example/op)\n\
+BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:$(call tag,$(VERSION))\n\
+GIT_SHA := $(shell echo abc123)\n\
+CATALOG_IMG ?= $(IMAGE_TAG_BASE)-index:$(GIT_SHA) ifneq\n\
+IMG ?= $(IMAGE_TAG_BASE):$(call tag,$(VERSION))\n\
+bundle:\n\tcd config/manager && kustomize edit set image controller=$(IMG)\n\
+\tkustomize build config/manifests | operator-sdk generate bundle -q --version $(VERSION)\n",
+    )
+    .unwrap();
+    let r = run(opship()
+        .current_dir(&p)
+        .args(["init", "--from-operator-sdk"]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
+    assert!(
+        cfg.contains("images.bundle: quay.io/example/op-bundle  <- Makefile:6 (BUNDLE_IMG)")
+            && cfg.contains("operator: quay.io/example/op:v{version}")
+            && cfg.contains("Makefile:8 (CATALOG_IMG): CATALOG_IMG `quay.io/example/op-index:abc123 ifneq` is not an image reference; not used"),
+        "{cfg}"
+    );
+}
+
 /// Issue 25, proof 3: hostile Makefiles. make failing and a variable that expands without end
 /// are errors quoting make; a recipe that loops in `$(shell)` meets the deadline; nothing is
 /// written.
