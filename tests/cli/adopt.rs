@@ -477,6 +477,42 @@ bundle:\n\tcd config/manager && kustomize edit set image controller=$(IMG)\n\
     );
 }
 
+/// Issue 25, fault 6: `--overwrite=false` keeps an existing metadata/ as it is, so its
+/// channels and labels are the bundle's; init reads them from the committed annotations.
+#[test]
+fn overwrite_false_keeps_the_committed_metadata() {
+    let (_t, p) = copy("sdk-go-memcached");
+    std::fs::create_dir_all(p.join("bundle/metadata")).unwrap();
+    std::fs::write(
+        p.join("bundle/metadata/annotations.yaml"),
+        "annotations:\n  operators.operatorframework.io.bundle.package.v1: memcached-operator\n  operators.operatorframework.io.bundle.channels.v1: stable,fast\n  operators.operatorframework.io.bundle.channel.default.v1: stable\n  com.redhat.openshift.versions: v4.14\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("Makefile"),
+        "bundle:\n\tkustomize build config/manifests | operator-sdk generate bundle -q --overwrite=false --version 0.0.1 --channels alpha\n",
+    )
+    .unwrap();
+    let r = run(opship().current_dir(&p).args([
+        "init",
+        "--from-operator-sdk",
+        "--set",
+        "IMG=quay.io/example/memcached-operator:v0.0.1",
+    ]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
+    assert!(
+        cfg.contains("channels:\n  - stable\n  - fast\n")
+            && cfg.contains("defaultChannel: stable\n")
+            && cfg.contains("com.redhat.openshift.versions: v4.14\n")
+            && cfg.contains("(kept by --overwrite=false)")
+            && cfg.contains(
+                "operator-sdk flag `--overwrite=false` keeps an existing metadata/annotations.yaml"
+            ),
+        "{cfg}"
+    );
+}
+
 /// Issue 25, proof 3: hostile Makefiles. make failing and a variable that expands without end
 /// are errors quoting make; a recipe that loops in `$(shell)` meets the deadline; nothing is
 /// written.

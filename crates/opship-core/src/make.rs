@@ -145,10 +145,20 @@ pub fn dry_run(dir: &Path, target: &str, vars: &[(String, String)]) -> Result<Dr
     for (k, v) in vars {
         shown.push_str(&format!(" {k}={v}"));
     }
+    // The target's recipe is what is asked for, also when a file or directory has its name
+    // (`bundle/` from an earlier run, and a Makefile that forgot `.PHONY: bundle`).
+    let phony = if target
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "._-/+".contains(c))
+    {
+        vec![format!(".PHONY: {target}")]
+    } else {
+        Vec::new()
+    };
     let (out, missing) = run(
         dir,
         &["-n", "--trace"],
-        &[],
+        &phony,
         vars,
         target,
         &shown,
@@ -643,6 +653,18 @@ mod tests {
                 s("Makefile:4", "echo two"),
             ]
         );
+    }
+
+    /// A directory with the target's name (an earlier run's `bundle/`) does not hide the
+    /// recipe from a Makefile that forgot `.PHONY`.
+    #[test]
+    fn a_directory_named_like_the_target_does_not_hide_its_recipe() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("bundle")).unwrap();
+        std::fs::write(d.path().join("Makefile"), "bundle:\n\techo generate\n").unwrap();
+        let steps = dry_run(d.path(), "bundle", &[]).unwrap().steps;
+        assert_eq!(steps.len(), 1, "{steps:?}");
+        assert_eq!(steps[0].text, "echo generate");
     }
 
     #[test]

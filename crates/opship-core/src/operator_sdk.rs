@@ -231,6 +231,9 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
             "--metadata" => format!(
                 "operator-sdk flag `{f}` writes only metadata/ and keeps the manifests as committed; opship writes both"
             ),
+            "--overwrite=false" => format!(
+                "operator-sdk flag `{f}` keeps an existing metadata/annotations.yaml and bundle.Dockerfile; opship writes them, with the package, channels and labels of the committed metadata/annotations.yaml"
+            ),
             "--input-dir" => format!(
                 "operator-sdk flag `{f}` reads an existing bundle to update; opship generates the bundle whole from the manifests and is not given it"
             ),
@@ -722,12 +725,18 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     let mut channels = channels.0;
     let mut default_channel = default_channel;
     let mut labels = std::collections::BTreeMap::new();
-    if flags.ignored.iter().any(|f| f == "--manifests")
-        && !flags.ignored.iter().any(|f| f == "--metadata")
+    if (flags.ignored.iter().any(|f| f == "--manifests")
+        && !flags.ignored.iter().any(|f| f == "--metadata"))
+        || flags.ignored.iter().any(|f| f == "--overwrite=false")
     {
         let path = dir.join(&bundle_dir).join("metadata/annotations.yaml");
         if let Some(kept) = committed_metadata(&path)? {
-            let from = format!("{} (kept by --manifests)", rel(dir, &path));
+            let by = if flags.ignored.iter().any(|f| f == "--overwrite=false") {
+                "--overwrite=false"
+            } else {
+                "--manifests"
+            };
+            let from = format!("{} (kept by {by})", rel(dir, &path));
             let mut set = |key: &str, value: String| {
                 found.retain(|f| f.key != key);
                 found.push(Found {
@@ -944,6 +953,10 @@ impl GenFlags {
                         .map(str::to_owned)
                         .collect();
                     g.extra_service_accounts = Some((names, src));
+                }
+                // `--overwrite=false` keeps an existing metadata/ and bundle.Dockerfile.
+                ("--overwrite", Some(v)) if v == "false" => {
+                    g.ignored.push("--overwrite=false".to_owned());
                 }
                 ("-q" | "--quiet" | "--overwrite", _) => {}
                 (n @ ("--manifests" | "--metadata"), _) => g.ignored.push(n.to_owned()),
