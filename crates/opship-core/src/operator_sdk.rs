@@ -1345,6 +1345,13 @@ impl Recipe {
             &mut vec![target.to_owned()],
             &mut r.notes,
         );
+        // Prerequisites that install a tool (`kustomize`, `operator-sdk`: their commands name
+        // `…/bin/kustomize`) are not part of what the recipe does to the bundle.
+        let installers: std::collections::BTreeSet<String> = steps
+            .iter()
+            .filter(|(s, _)| s.target != target && names_itself(&s.target, &s.text))
+            .map(|(s, _)| s.target.clone())
+            .collect();
         let mut images: Vec<SetImage> = Vec::new();
         let mut generated = false;
         // Each `generate bundle` line: (the target whose recipe runs it, `Makefile:LINE`, the
@@ -1528,7 +1535,10 @@ impl Recipe {
                         "before generation"
                     }
                 ));
-            } else if !step.target.contains('/') && !step.target.starts_with('.') {
+            } else if !step.target.contains('/')
+                && !step.target.starts_with('.')
+                && !installers.contains(&step.target)
+            {
                 // A named prerequisite's commands (`manifests`' controller-gen, a template
                 // rendered into a kustomization) are part of what `make bundle` does; a file
                 // target (`bin/kustomize`, a tool download) is not.
@@ -1802,6 +1812,18 @@ fn bundle_targets(dir: &Path, vars: &[(String, String)]) -> Vec<String> {
     } else {
         generating
     }
+}
+
+/// Whether `text` names a file called `name` (`/…/bin/kustomize`, not `kustomization.yaml`):
+/// what a target that installs the tool of its name does.
+fn names_itself(name: &str, text: &str) -> bool {
+    let needle = format!("/{name}");
+    text.match_indices(&needle).any(|(i, _)| {
+        text[i + needle.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| !(c.is_ascii_alphanumeric() || "._-".contains(c)))
+    })
 }
 
 /// Whether make's dry run of `target` runs `operator-sdk generate bundle`.
@@ -2106,6 +2128,23 @@ mod tests {
                 "{cmd:?}"
             );
         }
+    }
+
+    #[test]
+    fn tool_installers_name_themselves() {
+        assert!(names_itself(
+            "kustomize",
+            "if [ ! -f /p/bin/kustomize ]; then curl … ; fi"
+        ));
+        assert!(names_itself("operator-sdk", "chmod +x /p/bin/operator-sdk"));
+        assert!(!names_itself(
+            "kustomization",
+            "sed -e 's/x/y/' config/bundle/kustomization.template.yaml > config/bundle/kustomization.yaml"
+        ));
+        assert!(!names_itself(
+            "manifests",
+            "controller-gen crd output:crd:artifacts:config=config/crd/bases"
+        ));
     }
 
     /// `sed -i 's/LITERAL/TEXT/g' CSV`: literal global substitutions only.
