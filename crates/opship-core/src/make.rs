@@ -425,14 +425,36 @@ fn run(
         match missing_include(&message, dir) {
             Some(m) if missing.len() < MAX_MISSING && !missing.contains(&m) => missing.push(m),
             _ => {
+                let hint = failed_include(&message, dir)
+                    .map(|(at, file, rule)| format!(
+                        "\nmake could not make `{file}`, which {at} includes: its recipe ({rule}) failed. A Makefile that fetches its build environment this way (a build container's Makefile) reads its recipe in that environment; give the variables that select the recipe to run here (those the environment sets) as --set VAR=VALUE"
+                    ))
+                    .unwrap_or_default();
                 return Err(Error::Input(format!(
-                    "`{shown}` in {} failed ({}): {message}",
+                    "`{shown}` in {} failed ({}): {message}{hint}",
                     dir.display(),
                     out.status
                 )));
             }
         }
     }
+}
+
+/// make's `FILE:LINE: INC: No such file or directory` … `*** [RULE: INC] Error N`: an
+/// `include` whose rule make ran and that failed (a download): (`FILE:LINE` of the include,
+/// INC, `FILE:LINE` of the recipe line that failed).
+fn failed_include(message: &str, dir: &Path) -> Option<(String, String, String)> {
+    let last = message.lines().last()?;
+    let rest = &last[last.find("*** [")? + 5..];
+    let (rule, rest) = rest.split_once(": ")?;
+    let file = rest.split_once("] Error")?.0;
+    let suffix = format!(": {file}: No such file or directory");
+    let at = message.lines().find_map(|l| l.strip_suffix(&suffix))?;
+    let at = match at.rsplit_once(':') {
+        Some((f, n)) if n.parse::<u32>().is_ok() => format!("{}:{n}", rel(dir, f)),
+        _ => at.to_owned(),
+    };
+    Some((at, file.to_owned(), rule.to_owned()))
 }
 
 /// make's `FILE:LINE: INC: No such file or directory` … `No rule to make target 'INC'.  Stop.`:
@@ -665,6 +687,23 @@ mod tests {
         let steps = dry_run(d.path(), "bundle", &[]).unwrap().steps;
         assert_eq!(steps.len(), 1, "{steps:?}");
         assert_eq!(steps[0].text, "echo generate");
+    }
+
+    /// An include whose rule fails (a download without network) is quoted with a hint.
+    #[test]
+    fn a_failing_include_rule_is_explained() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("Makefile"),
+            "all:\n\techo x\nenv.mk:\n\tfalse\ninclude env.mk\n",
+        )
+        .unwrap();
+        let e = dry_run(d.path(), "all", &[]).unwrap_err().to_string();
+        assert!(
+            e.contains("make could not make `env.mk`, which Makefile:5 includes: its recipe (Makefile:4) failed")
+                && e.contains("--set VAR=VALUE"),
+            "{e}"
+        );
     }
 
     #[test]
