@@ -147,10 +147,7 @@ pub fn dry_run(dir: &Path, target: &str, vars: &[(String, String)]) -> Result<Dr
     }
     // The target's recipe is what is asked for, also when a file or directory has its name
     // (`bundle/` from an earlier run, and a Makefile that forgot `.PHONY: bundle`).
-    let phony = if target
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "._-/+".contains(c))
-    {
+    let phony = if plain_target(target) {
         vec![format!(".PHONY: {target}")]
     } else {
         Vec::new()
@@ -173,8 +170,15 @@ pub fn dry_run(dir: &Path, target: &str, vars: &[(String, String)]) -> Result<Dr
 }
 
 /// make's database of the Makefile in `dir` with `vars` on its command line: the values of
-/// `names` (those that are set) as make expands them, and the Makefile's targets.
-pub fn inspect(dir: &Path, names: &[&str], vars: &[(String, String)]) -> Result<Database> {
+/// `names` (those that are set) as make expands them, and the Makefile's targets. With
+/// `target`, the values are those its recipe sees (its target-specific ones included): the
+/// printing target is made a prerequisite of it, and it is dry-run too.
+pub fn inspect(
+    dir: &Path,
+    names: &[&str],
+    vars: &[(String, String)],
+    target: Option<&str>,
+) -> Result<Database> {
     for n in names {
         if n.is_empty() || !n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(Error::Input(format!("`{n}` is not a make variable name")));
@@ -190,19 +194,29 @@ pub fn inspect(dir: &Path, names: &[&str], vars: &[(String, String)]) -> Result<
     for (k, v) in vars {
         shown.push_str(&format!(" {k}={v}"));
     }
+    let mut evals = vec![rule];
+    let goal = match target {
+        Some(t) if plain_target(t) => {
+            evals.push(format!(".PHONY: {t}"));
+            evals.push(format!("{t}: {INSPECT_TARGET}"));
+            t
+        }
+        Some(t) => return Err(Error::Input(format!("`{t}` is not a plain make target"))),
+        None => INSPECT_TARGET,
+    };
     let mut limits = crate::child::Limits::new(TIMEOUT, MAX_OUTPUT);
     limits.max_stderr = MAX_OUTPUT;
     let (out, missing) = run(
         dir,
         &["-n", "-p", "--warn-undefined-variables"],
-        &[rule],
+        &evals,
         vars,
-        INSPECT_TARGET,
+        goal,
         &shown,
         limits,
     )?;
     let db = String::from_utf8_lossy(&out.stdout);
-    let origins = variable_origins(&db, dir);
+    let origins = variable_origins(&db, dir, target);
     let mut variables = BTreeMap::new();
     let err = String::from_utf8_lossy(&out.stderr);
     // Undefined references make met while reading the Makefile: a simple (`:=`) variable's
@@ -259,6 +273,13 @@ pub fn inspect(dir: &Path, names: &[&str], vars: &[(String, String)]) -> Result<
     })
 }
 
+/// A target name that can be written into make syntax as it is.
+fn plain_target(t: &str) -> bool {
+    !t.is_empty()
+        && t.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-/+".contains(c))
+}
+
 /// The text after `mark` in a line make printed with `$(warning)`.
 fn marker<'a>(line: &'a str, mark: &str) -> Option<&'a str> {
     line.find(mark).map(|i| &line[i + mark.len()..])
@@ -277,44 +298,47 @@ fn undefined_reference(line: &str, dir: &Path) -> Option<(String, String)> {
     Some((name.to_owned(), at))
 }
 
-/// The origin of every variable in the `# Variables` section of make's database (`-p`).
-fn variable_origins(db: &str, dir: &Path) -> BTreeMap<String, Origin> {
+/// The origin of every variable in the `# Variables` section of make's database (`-p`), and
+/// over those, of the target-specific ones of `target` (`bundle: IMG = …`, in the `# Files`
+/// section).
+fn variable_origins(db: &str, dir: &Path, target: Option<&str>) -> BTreeMap<String, Origin> {
     let mut out = BTreeMap::new();
-    let mut lines = db.lines();
-    // The section starts at `# Variables`; what follows it (`# Pattern-specific …`,
-    // `# Directories`, `# Files`) is not about global variables.
-    for l in lines.by_ref() {
-        if l == "# Variables" {
-            break;
-        }
-    }
+    let mut section = "";
     let mut origin: Option<Origin> = None;
+    let mut lines = db.lines();
     while let Some(l) = lines.next() {
-        if l.starts_with("# Pattern-specific")
-            || l.starts_with("# Directories")
-            || l.starts_with("# Files")
+        if let Some(s) = [
+            "# Variables",
+            "# Pattern-specific",
+            "# Directories",
+            "# Files",
+            "# VPATH",
+        ]
+        .into_iter()
+        .find(|s| l.starts_with(s))
         {
-            break;
+            section = s;
+            origin = None;
+            continue;
+        }
+        if section != "# Variables" && section != "# Files" {
+            continue;
         }
         if let Some(c) = l.strip_prefix("# ") {
-            origin = Some(match c.split_once("(from '") {
-                Some((_, rest)) => match rest.rsplit_once("', line ") {
-                    Some((file, num)) => match num.trim_end_matches(')').parse::<u32>() {
-                        Ok(line) => Origin::File {
-                            file: rel(dir, file),
-                            line,
-                        },
-                        Err(_) => Origin::Builtin,
-                    },
-                    None => Origin::Builtin,
-                },
-                None if c == "command line" => Origin::CommandLine,
-                None => Origin::Builtin,
-            });
+            origin = origin_of(c, dir);
             continue;
         }
         let Some(o) = origin.take() else { continue };
-        let name = if let Some(n) = l.strip_prefix("define ") {
+        let definition = if section == "# Files" {
+            // `TARGET: NAME = VALUE`, a target-specific value of the asked target.
+            match (target, l.split_once(": ")) {
+                (Some(t), Some((name, rest))) if name == t => rest,
+                _ => continue,
+            }
+        } else {
+            l
+        };
+        let name = if let Some(n) = definition.strip_prefix("define ") {
             // A multi-line value: its body is not a definition.
             for body in lines.by_ref() {
                 if body == "endef" {
@@ -323,15 +347,48 @@ fn variable_origins(db: &str, dir: &Path) -> BTreeMap<String, Origin> {
             }
             n.trim()
         } else {
-            match l.find(" = ").or_else(|| l.find(" := ")) {
-                Some(i) => &l[..i],
+            match definition.find(" = ").or_else(|| definition.find(" := ")) {
+                Some(i) => &definition[..i],
                 None => continue,
             }
         };
-        let name = name.strip_prefix("override ").unwrap_or(name).trim();
+        let name = name.strip_prefix("override ").unwrap_or(name);
+        let name = name.strip_prefix("export ").unwrap_or(name).trim();
         out.insert(name.to_owned(), o);
     }
     out
+}
+
+/// `makefile (from 'FILE', line N)`, `'override' directive (from …)`, `command line`: where a
+/// definition in make's database comes from; `None` for comments that say something else.
+fn origin_of(comment: &str, dir: &Path) -> Option<Origin> {
+    if comment == "command line" {
+        return Some(Origin::CommandLine);
+    }
+    if [
+        "default",
+        "environment",
+        "automatic",
+        "environment under -e",
+    ]
+    .contains(&comment)
+    {
+        return Some(Origin::Builtin);
+    }
+    if !(comment.starts_with("makefile") || comment.starts_with("'override' directive")) {
+        return None;
+    }
+    let rest = comment.split_once("(from '").map(|(_, r)| r);
+    Some(match rest.and_then(|r| r.rsplit_once("', line ")) {
+        Some((file, num)) => match num.trim_end_matches(')').parse::<u32>() {
+            Ok(line) => Origin::File {
+                file: rel(dir, file),
+                line,
+            },
+            Err(_) => Origin::Builtin,
+        },
+        None => Origin::Builtin,
+    })
 }
 
 /// The targets in the `# Files` section of make's database: each rule's `NAME:` line that is
@@ -732,6 +789,7 @@ mod tests {
             d.path(),
             &["VERSION", "IMG", "Q", "S", "ML", "UNSET"],
             &[("VERSION".into(), "1.2.3".into())],
+            None,
         )
         .unwrap();
         let v = |n: &str| db.variables.get(n).cloned();
@@ -761,6 +819,22 @@ mod tests {
                 file: "missing.mk".into()
             }]
         );
-        assert!(inspect(d.path(), &["A B"], &[]).is_err());
+        assert!(inspect(d.path(), &["A B"], &[], None).is_err());
+
+        // In a target's context: its target-specific values, with their line.
+        std::fs::write(
+            d.path().join("Makefile"),
+            "IMG = quay.io/x/global:1\nbundle: IMG = quay.io/x/bundle:1\nbundle: export TAG := v2\nbundle:\n\techo $(IMG)\nother:\n\techo\n",
+        )
+        .unwrap();
+        let db = inspect(d.path(), &["IMG", "TAG"], &[], Some("bundle")).unwrap();
+        let img = db.variables.get("IMG").unwrap();
+        assert_eq!(img.value, "quay.io/x/bundle:1");
+        assert_eq!(img.location(), "Makefile:2");
+        assert_eq!(db.variables.get("TAG").unwrap().location(), "Makefile:3");
+        let db = inspect(d.path(), &["IMG", "TAG"], &[], None).unwrap();
+        assert_eq!(db.variables.get("IMG").unwrap().value, "quay.io/x/global:1");
+        assert!(!db.variables.contains_key("TAG"));
+        assert_eq!(db.targets, vec!["bundle", "other"]);
     }
 }

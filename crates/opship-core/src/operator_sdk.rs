@@ -203,7 +203,8 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     }
     // The variables the recipe does not show, as make holds them once the Makefile is read.
     let db = if has_makefile {
-        let db = crate::make::inspect(dir, MAKE_VARIABLES, &req.make_vars)?;
+        let target = req.target.as_deref().unwrap_or("bundle");
+        let db = crate::make::inspect(dir, MAKE_VARIABLES, &req.make_vars, Some(target))?;
         for m in &db.missing {
             let note = m.to_string();
             if !to_decide.contains(&note) {
@@ -663,7 +664,12 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
                 .filter(|n| !["IMG", "VERSION"].contains(n))
                 .collect();
             let values = if has_makefile && !asked.is_empty() {
-                Some(crate::make::inspect(dir, &asked, &req.make_vars)?)
+                Some(crate::make::inspect(
+                    dir,
+                    &asked,
+                    &req.make_vars,
+                    Some(req.target.as_deref().unwrap_or("bundle")),
+                )?)
             } else {
                 None
             };
@@ -1793,7 +1799,7 @@ fn first_line(s: &str) -> String {
 fn bundle_targets(dir: &Path, vars: &[(String, String)]) -> Vec<String> {
     /// Candidates dry-run at most (each one is a run of make).
     const MAX_CANDIDATES: usize = 24;
-    let Ok(db) = crate::make::inspect(dir, &[], vars) else {
+    let Ok(db) = crate::make::inspect(dir, &[], vars, None) else {
         return Vec::new();
     };
     let named: Vec<String> = db
