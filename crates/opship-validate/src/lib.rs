@@ -132,10 +132,21 @@ pub fn validate(b: &Bundle, opts: &Options) -> Vec<Finding> {
 /// Runs the selected suites over a loaded bundle, the community suite included (in the
 /// context of the operator directory that holds `b.root`).
 pub fn validate_report(b: &Bundle, opts: &Options, path: &Path) -> BundleReport {
+    validate_report_in(b, opts, path, &community::Operators::default())
+}
+
+/// [`validate_report`] with the operator directories a run has read (see
+/// [`community::Operators`]).
+pub fn validate_report_in(
+    b: &Bundle,
+    opts: &Options,
+    path: &Path,
+    operators: &community::Operators,
+) -> BundleReport {
     let mut findings = validate(b, opts);
     let mut skipped = Vec::new();
     if opts.runs(Suite::Community) {
-        let c = community::check_bundle_dir(&b.root, opts);
+        let c = community::check_bundle_dir_in(&b.root, opts, operators);
         findings.extend(c.findings);
         findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
         findings.dedup();
@@ -195,11 +206,23 @@ impl Source {
 
 /// Loads and validates one bundle from a directory or a layout image.
 pub fn validate_source(arg: &Path, opts: &Options) -> Result<BundleReport> {
+    validate_source_in(arg, opts, &community::Operators::default())
+}
+
+/// [`validate_source`] with the operator directories a run has read.
+fn validate_source_in(
+    arg: &Path,
+    opts: &Options,
+    operators: &community::Operators,
+) -> Result<BundleReport> {
     match Source::parse(arg) {
-        Source::Dir(d) => validate_dir(&d, opts),
+        Source::Dir(d) => {
+            let b = load::load_dir(&d)?;
+            Ok(validate_report_in(&b, opts, &d, operators))
+        }
         Source::Layout { layout, tag } => {
             let b = load::load_layout(&layout, &tag)?;
-            Ok(validate_report(&b, opts, arg))
+            Ok(validate_report_in(&b, opts, arg, operators))
         }
     }
 }
@@ -217,10 +240,16 @@ pub fn validate_dirs_with(
     opts: &Options,
     done: &(dyn Fn(&Path) + Sync),
 ) -> Vec<Result<BundleReport>> {
+    // Bundles of one operator directory share one read of it (the community suite).
+    let operators = if opts.runs(Suite::Community) {
+        community::Operators::for_bundles(paths)
+    } else {
+        community::Operators::default()
+    };
     paths
         .par_iter()
         .map(|d| {
-            let r = validate_source(d, opts);
+            let r = validate_source_in(d, opts, &operators);
             done(d);
             r
         })

@@ -1321,9 +1321,98 @@ pub fn supported(indices: &[String], range: Option<&Value>) -> BTreeSet<String> 
     }
 }
 
+/// An operator directory read, with its operator-level checks, once per run.
+type ReadOperator = Result<(OperatorDir, Outcome), String>;
+
+/// The operator directories of one `validate bundle` run: read once each, however many of
+/// its bundles the run validates (each bundle still reports its operator's findings, as the
+/// pipeline does on every bundle), and dropped once the run's last bundle of it is checked.
+#[derive(Default)]
+pub struct Operators {
+    read: std::sync::Mutex<BTreeMap<PathBuf, std::sync::Arc<ReadOperator>>>,
+    /// How many bundles of the run are still to be checked, by operator directory.
+    pending: std::sync::Mutex<BTreeMap<PathBuf, usize>>,
+}
+
+impl Operators {
+    /// For a run over the bundle directories `dirs`: the operator directories more than one
+    /// of them shares are kept until their last bundle is checked.
+    pub fn for_bundles(dirs: &[PathBuf]) -> Operators {
+        let mut pending: BTreeMap<PathBuf, usize> = BTreeMap::new();
+        for d in dirs {
+            if let Some(parent) = std::fs::canonicalize(d)
+                .ok()
+                .and_then(|d| d.parent().map(Path::to_path_buf))
+            {
+                *pending.entry(parent).or_default() += 1;
+            }
+        }
+        pending.retain(|_, n| *n > 1);
+        Operators {
+            read: Default::default(),
+            pending: std::sync::Mutex::new(pending),
+        }
+    }
+
+    /// The operator directory `dir` read and checked, the first time it is asked for.
+    fn get(&self, dir: &Path, opts: &Options) -> std::sync::Arc<ReadOperator> {
+        let lock = || {
+            self.read
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(r) = lock().get(dir) {
+            return r.clone();
+        }
+        // Read without holding the lock (reading runs on rayon's threads, which must never
+        // wait on a lock a thread of theirs holds); two bundles of one operator asked for at
+        // the same moment may both read it, and the first one kept is used.
+        let read = std::sync::Arc::new(
+            OperatorDir::load(dir)
+                .map(|op| {
+                    let o = operator_checks(&op, opts);
+                    (op, o)
+                })
+                .map_err(|e| e.to_string()),
+        );
+        let shared = self
+            .pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains_key(dir);
+        if !shared {
+            return read;
+        }
+        lock().entry(dir.to_path_buf()).or_insert(read).clone()
+    }
+
+    /// One bundle of `dir` is checked; the read is dropped after the run's last one.
+    fn done(&self, dir: &Path) {
+        let mut pending = self
+            .pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = pending.get_mut(dir) {
+            *n -= 1;
+            if *n == 0 {
+                pending.remove(dir);
+                self.read
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .remove(dir);
+            }
+        }
+    }
+}
+
 /// For `validate bundle --select-optional community`: the bundle's and its operator's checks,
 /// the operator read from the bundle's parent directory.
 pub fn check_bundle_dir(dir: &Path, opts: &Options) -> Outcome {
+    check_bundle_dir_in(dir, opts, &Operators::default())
+}
+
+/// [`check_bundle_dir`] with the operator directories `operators` has read (or reads now).
+pub fn check_bundle_dir_in(dir: &Path, opts: &Options, operators: &Operators) -> Outcome {
     let mut out = Outcome::default();
     let resolved = std::fs::canonicalize(dir).ok();
     let parent = resolved.as_deref().and_then(Path::parent);
@@ -1333,17 +1422,18 @@ pub fn check_bundle_dir(dir: &Path, opts: &Options) -> Outcome {
     if !repo::is_bundle(resolved) {
         return skipped_all("needs the bundle's operator directory (a bundle directory)");
     }
-    let op = match OperatorDir::load(parent) {
-        Ok(op) => op,
+    let read = operators.get(parent, opts);
+    operators.done(parent);
+    let (op, o) = match read.as_ref() {
+        Ok(read) => read,
         Err(e) => return skipped_all(&format!("could not read the operator directory: {e}")),
     };
     let Some(i) = op.index_of(resolved) else {
         return skipped_all("the bundle is not a bundle of its parent directory");
     };
-    let o = operator_checks(&op, opts);
-    out.findings.extend(o.findings);
-    out.skipped.extend(o.skipped);
-    let b = bundle_checks(&op, i, opts);
+    out.findings.extend(o.findings.iter().cloned());
+    out.skipped.extend(o.skipped.iter().cloned());
+    let b = bundle_checks(op, i, opts);
     out.findings.extend(b.findings);
     out.skipped.extend(b.skipped);
     out

@@ -127,6 +127,32 @@ fn every_bundle_agrees_with_the_pipeline() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// One `validate bundle` run over many bundles reads each operator directory once and shares
+/// it between that operator's bundles: every report equals the bundle validated alone.
+#[test]
+fn a_run_over_many_bundles_reports_what_each_alone_does() {
+    let root = community_dir();
+    let opts = community_opts();
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for op in fs::read_dir(root.join("operators")).unwrap() {
+        for b in fs::read_dir(op.unwrap().path()).unwrap() {
+            let b = b.unwrap().path();
+            if b.join("metadata").is_dir() {
+                dirs.push(b);
+            }
+        }
+    }
+    dirs.sort();
+    assert_eq!(dirs.len(), 38);
+    let together = opship_validate::validate_dirs(&dirs, &opts);
+    for (d, r) in dirs.iter().zip(together) {
+        let r = r.expect("validates");
+        let alone = validate_dir(d, &opts).expect("validates");
+        assert_eq!(r.findings, alone.findings, "{}", d.display());
+        assert_eq!(r.skipped, alone.skipped, "{}", d.display());
+    }
+}
+
 /// `validate operator`: operator-level findings once, in the operator's own report, and not
 /// repeated on its bundles.
 #[test]
