@@ -287,6 +287,15 @@ fn init_real(name: &str, args: &[&str]) -> (tempfile::TempDir, PathBuf, crate::R
     (t, p, r)
 }
 
+/// Writes `makefile` into the project `p` and runs `init --from-operator-sdk ARGS` there.
+fn init_with(p: &Path, makefile: &str, args: &[&str]) -> crate::Run {
+    std::fs::write(p.join("Makefile"), makefile).unwrap();
+    run(opship()
+        .current_dir(p)
+        .args(["init", "--from-operator-sdk"])
+        .args(args))
+}
+
 /// Issue 25, faults 1 and 2 (gitops): the flags of the recipe's own `generate bundle` line,
 /// from make's dry run, with the shell's quotes removed (`CHANNELS = "latest,gitops-1.8"`).
 #[test]
@@ -452,8 +461,8 @@ fn per_release_versions_and_environment_values() {
 #[test]
 fn make_functions_in_values_are_expanded_by_make() {
     let (_t, p) = copy("sdk-go-memcached");
-    std::fs::write(
-        p.join("Makefile"),
+    let r = init_with(
+        &p,
         "VERSION ?= 0.0.2\ndefine tag\nv$(1)\nendef\n\
 IMAGE_TAG_BASE ?= $(addprefix quay.io/,example/op)\n\
 BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:$(call tag,$(VERSION))\n\
@@ -462,11 +471,8 @@ CATALOG_IMG ?= $(IMAGE_TAG_BASE)-index:$(GIT_SHA) ifneq\n\
 IMG ?= $(IMAGE_TAG_BASE):$(call tag,$(VERSION))\n\
 bundle:\n\tcd config/manager && kustomize edit set image controller=$(IMG)\n\
 \tkustomize build config/manifests | operator-sdk generate bundle -q --version $(VERSION)\n",
-    )
-    .unwrap();
-    let r = run(opship()
-        .current_dir(&p)
-        .args(["init", "--from-operator-sdk"]));
+        &[],
+    );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
     assert!(
@@ -488,17 +494,11 @@ fn overwrite_false_keeps_the_committed_metadata() {
         "annotations:\n  operators.operatorframework.io.bundle.package.v1: memcached-operator\n  operators.operatorframework.io.bundle.channels.v1: stable,fast\n  operators.operatorframework.io.bundle.channel.default.v1: stable\n  com.redhat.openshift.versions: v4.14\n",
     )
     .unwrap();
-    std::fs::write(
-        p.join("Makefile"),
+    let r = init_with(
+        &p,
         "bundle:\n\tkustomize build config/manifests | operator-sdk generate bundle -q --overwrite=false --version 0.0.1 --channels alpha\n",
-    )
-    .unwrap();
-    let r = run(opship().current_dir(&p).args([
-        "init",
-        "--from-operator-sdk",
-        "--set",
-        "IMG=quay.io/example/memcached-operator:v0.0.1",
-    ]));
+        &["--set", "IMG=quay.io/example/memcached-operator:v0.0.1"],
+    );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
     assert!(
@@ -1129,17 +1129,11 @@ fn directory_flags_and_ambiguous_bundle_targets() {
         p.join("config/custom/bases"),
     )
     .unwrap();
-    std::fs::write(
-        p.join("Makefile"),
+    let r = init_with(
+        &p,
         "bundle:\n\toperator-sdk generate bundle -q --version 0.0.2 --deploy-dir deploy --crds-dir deploy/crds --kustomize-dir config/custom --input-dir bundle\n",
-    )
-    .unwrap();
-    let r = run(opship().current_dir(&p).args([
-        "init",
-        "--from-operator-sdk",
-        "--set",
-        "IMG=quay.io/example/memcached-operator:v0.0.2",
-    ]));
+        &["--set", "IMG=quay.io/example/memcached-operator:v0.0.2"],
+    );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(
         r.stdout.contains("manifests: deploy  (Makefile:2: --deploy-dir)")
@@ -1164,14 +1158,11 @@ fn directory_flags_and_ambiguous_bundle_targets() {
         p.join("config/manifests/bases"),
     )
     .unwrap();
-    std::fs::write(
-        p.join("Makefile"),
+    let r = init_with(
+        &p,
         "bundle: bundle-k8s bundle-ocp\nbundle-k8s:\n\tkustomize build config/manifests | operator-sdk generate bundle -q\nbundle-ocp:\n\tkustomize build config/manifests | operator-sdk generate bundle -q --channels ocp --output-dir bundle-ocp\n",
-    )
-    .unwrap();
-    let r = run(opship()
-        .current_dir(&p)
-        .args(["init", "--from-operator-sdk"]));
+        &[],
+    );
     assert_eq!(r.code, 2, "{}", r.stdout);
     assert!(
         r.stderr.contains("runs `operator-sdk generate bundle` 2 times into 2 directories (Makefile:3 in `bundle-k8s` into bundle, Makefile:5 in `bundle-ocp` into bundle-ocp)")
@@ -1181,14 +1172,11 @@ fn directory_flags_and_ambiguous_bundle_targets() {
     );
     assert!(!p.join("opship.yaml").exists());
     // Into one directory, the last one's bundle is what `make bundle` leaves.
-    std::fs::write(
-        p.join("Makefile"),
+    let r = init_with(
+        &p,
         "bundle: bundle-k8s bundle-ocp\nbundle-k8s:\n\tkustomize build config/manifests | operator-sdk generate bundle -q\nbundle-ocp:\n\tkustomize build config/manifests | operator-sdk generate bundle -q --channels ocp\n",
-    )
-    .unwrap();
-    let r = run(opship()
-        .current_dir(&p)
-        .args(["init", "--from-operator-sdk"]));
+        &[],
+    );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(
         r.stdout.contains("channels: ocp  (Makefile:5: --channels)")
@@ -1199,14 +1187,11 @@ fn directory_flags_and_ambiguous_bundle_targets() {
     std::fs::remove_file(p.join("opship.yaml")).unwrap();
 
     // A `bundle` that makes none, other targets that do.
-    std::fs::write(
-        p.join("Makefile"),
+    let r = init_with(
+        &p,
         "bundle:\n\techo nothing here\nbundle-hub:\n\tkustomize build config/manifests | operator-sdk generate bundle -q\nbundle-build:\n\techo docker build\n",
-    )
-    .unwrap();
-    let r = run(opship()
-        .current_dir(&p)
-        .args(["init", "--from-operator-sdk"]));
+        &[],
+    );
     assert_eq!(r.code, 2, "{}", r.stdout);
     assert!(
         r.stderr
