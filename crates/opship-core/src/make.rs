@@ -141,10 +141,7 @@ pub struct Database {
 
 /// The commands `make TARGET VARS…` would run in `dir`, in order, prerequisites first.
 pub fn dry_run(dir: &Path, target: &str, vars: &[(String, String)]) -> Result<DryRun> {
-    let mut shown = format!("make -n {target}");
-    for (k, v) in vars {
-        shown.push_str(&format!(" {k}={v}"));
-    }
+    let shown = shown(&format!("make -n {target}"), vars);
     // The target's recipe is what is asked for, also when a file or directory has its name
     // (`bundle/` from an earlier run, and a Makefile that forgot `.PHONY: bundle`).
     let phony = if plain_target(target) {
@@ -190,10 +187,7 @@ pub fn inspect(
         "{INSPECT_TARGET}: ; @:$(foreach _opship_var_,{},$(warning <opship-var $(_opship_var_)>)$(warning <opship-value>$($(_opship_var_)))$(warning <opship-end>))",
         names.join(" ")
     );
-    let mut shown = "make -n -p".to_owned();
-    for (k, v) in vars {
-        shown.push_str(&format!(" {k}={v}"));
-    }
+    let shown = shown("make -n -p", vars);
     let mut evals = vec![rule];
     let goal = match target {
         Some(t) if plain_target(t) => {
@@ -273,6 +267,23 @@ pub fn inspect(
     })
 }
 
+/// `head VAR=VALUE…`: a make run as the user would type it, for messages.
+fn shown(head: &str, vars: &[(String, String)]) -> String {
+    let mut out = head.to_owned();
+    for (k, v) in vars {
+        out.push_str(&format!(" {k}={v}"));
+    }
+    out
+}
+
+/// `FILE:LINE` as make prints it, the file relative to the project when inside it.
+fn located(at: &str, dir: &Path) -> String {
+    match at.rsplit_once(':') {
+        Some((file, num)) if num.parse::<u32>().is_ok() => format!("{}:{num}", rel(dir, file)),
+        _ => at.to_owned(),
+    }
+}
+
 /// A target name that can be written into make syntax as it is.
 fn plain_target(t: &str) -> bool {
     !t.is_empty()
@@ -290,12 +301,7 @@ fn undefined_reference(line: &str, dir: &Path) -> Option<(String, String)> {
     const WARNING: &str = ": warning: undefined variable '";
     let i = line.find(WARNING)?;
     let name = line[i + WARNING.len()..].strip_suffix('\'')?;
-    let at = &line[..i];
-    let at = match at.rsplit_once(':') {
-        Some((file, num)) if num.parse::<u32>().is_ok() => format!("{}:{num}", rel(dir, file)),
-        _ => at.to_owned(),
-    };
-    Some((name.to_owned(), at))
+    Some((name.to_owned(), located(&line[..i], dir)))
 }
 
 /// The origin of every variable in the `# Variables` section of make's database (`-p`), and
@@ -505,13 +511,18 @@ fn failed_include(message: &str, dir: &Path) -> Option<(String, String, String)>
     let rest = &last[last.find("*** [")? + 5..];
     let (rule, rest) = rest.split_once(": ")?;
     let file = rest.split_once("] Error")?.0;
+    Some((
+        include_site(message, file, dir)?,
+        file.to_owned(),
+        rule.to_owned(),
+    ))
+}
+
+/// `FILE:LINE` of make's `FILE:LINE: INC: No such file or directory`: where `file` is included.
+fn include_site(message: &str, file: &str, dir: &Path) -> Option<String> {
     let suffix = format!(": {file}: No such file or directory");
     let at = message.lines().find_map(|l| l.strip_suffix(&suffix))?;
-    let at = match at.rsplit_once(':') {
-        Some((f, n)) if n.parse::<u32>().is_ok() => format!("{}:{n}", rel(dir, f)),
-        _ => at.to_owned(),
-    };
-    Some((at, file.to_owned(), rule.to_owned()))
+    Some(located(at, dir))
 }
 
 /// make's `FILE:LINE: INC: No such file or directory` … `No rule to make target 'INC'.  Stop.`:
@@ -523,24 +534,15 @@ fn missing_include(message: &str, dir: &Path) -> Option<Missing> {
     let rest = &last[i + NO_RULE.len()..];
     let file = &rest[..rest.find('\'')?];
     // The rule opship adds names the file as make syntax: plain paths only.
-    if file.is_empty()
-        || !file
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-/+".contains(c))
-    {
+    if !plain_target(file) {
         return None;
     }
-    let suffix = format!(": {file}: No such file or directory");
-    let at = message.lines().find_map(|l| l.strip_suffix(&suffix))?;
-    let at = match at.rsplit_once(':') {
-        Some((f, n)) if n.parse::<u32>().is_ok() => format!("{}:{n}", rel(dir, f)),
-        _ => at.to_owned(),
-    };
     Some(Missing {
-        at,
+        at: include_site(message, file, dir)?,
         file: file.to_owned(),
     })
 }
+
 /// The trace line `FILE:LINE: target 'T' does not exist` / `FILE:LINE: update target 'T' due
 /// to: …`: (file, line, target).
 fn trace(line: &str) -> Option<(String, u32, String)> {
