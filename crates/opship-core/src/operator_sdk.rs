@@ -191,10 +191,11 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         && r.flags.is_none()
     {
         let others: Vec<String> = bundle_targets(dir, &req.make_vars)
+            .generating
             .into_iter()
             .filter(|t| t != "bundle")
             .collect();
-        if !others.is_empty() && others.iter().all(|t| generates(dir, t, &req.make_vars)) {
+        if !others.is_empty() {
             return Err(Error::Input(format!(
                 "make's dry run of `bundle` runs no `operator-sdk generate bundle`, but these targets do: {}; choose one with --target",
                 others.join(", ")
@@ -205,12 +206,8 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     let db = if has_makefile {
         let target = req.target.as_deref().unwrap_or("bundle");
         let db = crate::make::inspect(dir, MAKE_VARIABLES, &req.make_vars, Some(target))?;
-        for m in &db.missing {
-            let note = m.to_string();
-            if !to_decide.contains(&note) {
-                to_decide.push(note);
-            }
-        }
+        // Repeats of the recipe's notes are dropped with the others' at the end.
+        to_decide.extend(db.missing.iter().map(|m| m.to_string()));
         Some(db)
     } else {
         None
@@ -286,13 +283,14 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
 
     // The kustomization and the image edit the bundle recipe runs.
     let project_root = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let manifests = match (
+    // (the manifests and where they were found, whether they are a plain directory)
+    let (manifests, plain_dir) = match (
         &req.manifests,
         recipe.as_ref().and_then(|r| r.build_dir.clone()),
     ) {
-        (Some(m), _) => (m.clone(), "--manifests".to_owned()),
+        (Some(m), _) => ((m.clone(), "--manifests".to_owned()), false),
         (None, Some((d, at))) => match in_project(dir, &project_root, &d) {
-            Some(p) => (p, format!("{at} (bundle recipe)")),
+            Some(p) => ((p, format!("{at} (bundle recipe)")), false),
             None => {
                 return Err(Error::Input(format!(
                     "{at}: the recipe builds {d}, outside the project; choose the kustomization with --manifests"
@@ -301,8 +299,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         },
         // Nothing piped: operator-sdk reads `--deploy-dir` (and `--crds-dir`), plain
         // directories of manifests.
-        (None, None) if flags.deploy_dir.is_some() => {
-            let (d, at) = flags.deploy_dir.clone().unwrap_or_default();
+        (None, None) if let Some((d, at)) = flags.deploy_dir.clone() => {
             let Some(p) = in_project(dir, &project_root, &d) else {
                 return Err(Error::Input(format!(
                     "{at}: the manifests directory {d} is outside the project; choose it with --manifests"
@@ -315,15 +312,17 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
                     "{c_at}: operator-sdk also reads the CRDs in {c}, outside {d}; opship reads one manifests directory: put them under it, or build both with a kustomization and set manifests"
                 ));
             }
-            (p, at)
+            ((p, at), true)
         }
         (None, None) => (
-            PathBuf::from("config/manifests"),
-            "operator-sdk's layout".to_owned(),
+            (
+                PathBuf::from("config/manifests"),
+                "operator-sdk's layout".to_owned(),
+            ),
+            false,
         ),
     };
     let manifests_dir = dir.join(&manifests.0);
-    let plain_dir = !piped && req.manifests.is_none() && flags.deploy_dir.is_some();
     if plain_dir && !manifests_dir.is_dir() {
         return Err(Error::Input(format!(
             "{}: the recipe's --deploy-dir is not a directory",
@@ -731,13 +730,12 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     let mut channels = channels.0;
     let mut default_channel = default_channel;
     let mut labels = std::collections::BTreeMap::new();
-    if (flags.ignored.iter().any(|f| f == "--manifests")
-        && !flags.ignored.iter().any(|f| f == "--metadata"))
-        || flags.ignored.iter().any(|f| f == "--overwrite=false")
+    if (flags.names("--manifests") && !flags.names("--metadata"))
+        || flags.names("--overwrite=false")
     {
         let path = dir.join(&bundle_dir).join("metadata/annotations.yaml");
         if let Some(kept) = committed_metadata(&path)? {
-            let by = if flags.ignored.iter().any(|f| f == "--overwrite=false") {
+            let by = if flags.names("--overwrite=false") {
                 "--overwrite=false"
             } else {
                 "--manifests"
@@ -898,6 +896,11 @@ struct GenFlags {
 }
 
 impl GenFlags {
+    /// Whether the line has `flag`, one of those opship names rather than follows.
+    fn names(&self, flag: &str) -> bool {
+        self.ignored.iter().any(|f| f == flag)
+    }
+
     /// Flags in a make variable's value: split as the shell splits the command line.
     fn parse(text: &str, from: &str) -> GenFlags {
         let words: Vec<String> = match crate::shell::split(text) {
@@ -997,12 +1000,8 @@ fn setting_edit(words: &[String]) -> Option<(String, String)> {
     let file = words.last()?;
     let csv = file.ends_with(".clusterserviceversion.yaml");
     let annotations = file.ends_with("metadata/annotations.yaml");
-    let in_place = |w: &String| {
-        (w.starts_with("-i") && !w.starts_with("--"))
-            || w == "--inplace"
-            || w.starts_with("--in-place")
-    };
-    if !(csv || annotations) || !words.iter().any(in_place) {
+    // sed's forms, and yq's `--inplace`.
+    if !(csv || annotations) || !words.iter().any(|w| sed_in_place(w) || w == "--inplace") {
         return None;
     }
     let unquote = |v: &str| v.trim().trim_matches(|c| c == '\'' || c == '"').to_owned();
@@ -1117,9 +1116,7 @@ fn substitution_edit(words: &[String]) -> Option<Vec<(String, String)>> {
                 scripts.push(rest.get(i)?.clone());
             }
             "-E" | "-r" | "--regexp-extended" => extended = true,
-            "--in-place" => in_place = true,
-            w if w.starts_with("--in-place=") => in_place = true,
-            w if w.starts_with("-i") => in_place = true,
+            w if sed_in_place(w) => in_place = true,
             w if w.starts_with('-') => return None,
             w if scripts.is_empty() => scripts.push(w.to_owned()),
             // A second file.
@@ -1169,6 +1166,11 @@ fn substitution_edit(words: &[String]) -> Option<Vec<(String, String)>> {
         ));
     }
     Some(out)
+}
+
+/// sed's in-place flag: `-i`, `-iSUFFIX`, `--in-place`, `--in-place=SUFFIX`.
+fn sed_in_place(w: &str) -> bool {
+    w.starts_with("-i") || w == "--in-place" || w.starts_with("--in-place=")
 }
 
 /// A sed pattern that matches only itself, as that text; `None` when it is a pattern.
@@ -1333,7 +1335,7 @@ impl Recipe {
     fn read(dir: &Path, target: &str, vars: &[(String, String)]) -> Result<Recipe> {
         let steps = crate::make::dry_run(dir, target, vars).map_err(|e| match e {
             Error::Input(m) if m.contains(&format!("No rule to make target '{target}'")) => {
-                let c = bundle_targets(dir, vars);
+                let c = bundle_targets(dir, vars).candidates();
                 Error::Input(if c.is_empty() {
                     format!("{m}\nthe Makefile has no `{target}` target; name the one that makes the bundle with --target")
                 } else {
@@ -1796,11 +1798,11 @@ fn first_line(s: &str) -> String {
 /// The Makefile's targets that make the bundle, for `--target`: of the targets make knows
 /// whose name holds `bundle`, those whose dry run runs `operator-sdk generate bundle` (all of
 /// them when none does).
-fn bundle_targets(dir: &Path, vars: &[(String, String)]) -> Vec<String> {
+fn bundle_targets(dir: &Path, vars: &[(String, String)]) -> BundleTargets {
     /// Candidates dry-run at most (each one is a run of make).
     const MAX_CANDIDATES: usize = 24;
     let Ok(db) = crate::make::inspect(dir, &[], vars, None) else {
-        return Vec::new();
+        return BundleTargets::default();
     };
     let named: Vec<String> = db
         .targets
@@ -1813,10 +1815,24 @@ fn bundle_targets(dir: &Path, vars: &[(String, String)]) -> Vec<String> {
         .filter(|t| generates(dir, t, vars))
         .cloned()
         .collect();
-    if generating.is_empty() {
-        named
-    } else {
-        generating
+    BundleTargets { named, generating }
+}
+
+/// The Makefile's targets whose name holds `bundle`, and those of them that generate one.
+#[derive(Debug, Default)]
+struct BundleTargets {
+    named: Vec<String>,
+    generating: Vec<String>,
+}
+
+impl BundleTargets {
+    /// What to offer for `--target`: the generating ones, else every `bundle…` one.
+    fn candidates(self) -> Vec<String> {
+        if self.generating.is_empty() {
+            self.named
+        } else {
+            self.generating
+        }
     }
 }
 
