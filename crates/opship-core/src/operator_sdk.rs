@@ -1759,27 +1759,21 @@ fn committed_metadata(path: &Path) -> Result<Option<KeptMetadata>> {
 /// Refuses what cannot be an image reference: a value built from an empty environment
 /// variable or a command that printed nothing (`quay.io//op`, `op:`), or a broken line.
 fn check_reference(r: &str, from: &str, undefined: &[(String, String)]) -> Result<()> {
-    let (repo, tag) = crate::config::split_tag(r);
-    let ok = !repo.is_empty()
-        && r.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c))
-        && repo.split('/').all(|p| !p.is_empty())
-        && tag.is_none_or(|t| !t.is_empty());
-    if ok {
-        Ok(())
+    // The parser `generate` refuses references with (rule BND007).
+    let Some(problem) = crate::naming::image_reference_problem(r) else {
+        return Ok(());
+    };
+    let why = if undefined.is_empty() {
+        "is it built from an environment variable or a command that gave nothing?".to_owned()
     } else {
-        let why = if undefined.is_empty() {
-            "is it built from an environment variable or a command that gave nothing?".to_owned()
-        } else {
-            format!(
-                "it is built from {}, which make expands to nothing",
-                unset_list(undefined)
-            )
-        };
-        Err(Error::Input(format!(
-            "{from}: the operator image `{r}` is not an image reference ({why}); give it as on make's command line: --set IMG=<image>"
-        )))
-    }
+        format!(
+            "it is built from {}, which make expands to nothing",
+            unset_list(undefined)
+        )
+    };
+    Err(Error::Input(format!(
+        "{from}: the operator image `{r}` is not an image reference: {problem} ({why}); give it as on make's command line: --set IMG=<image>"
+    )))
 }
 
 /// The first line of a command, at most 300 characters: a recipe may carry megabytes on a line
