@@ -127,8 +127,9 @@ fn extra_manifests(project: &Project) -> Result<Vec<(String, Vec<u8>)>> {
     let mut out = Vec::new();
     for m in &project.config.extra_manifests {
         let path = project.resolve(m);
-        let bytes = crate::input::read(&path, crate::input::Kind::Manifest)?;
-        let objects = crate::manifest::load(&crate::manifest::Source::Path(path.clone()))?;
+        // Read once, through the bounded reader; the text checked is the text copied.
+        let text = crate::yaml::read_text(&path)?;
+        let objects = crate::manifest::parse_objects(&text, &path)?;
         if objects.len() != 1 {
             return Err(crate::error::Error::Input(format!(
                 "{}: an extraManifests file must hold one Kubernetes object, not {}",
@@ -140,7 +141,7 @@ fn extra_manifests(project: &Project) -> Result<Vec<(String, Vec<u8>)>> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        out.push((name, bytes));
+        out.push((name, text.into_bytes()));
     }
     Ok(out)
 }
