@@ -146,7 +146,7 @@ pub fn validate_report_in(
     let mut findings = validate(b, opts);
     let mut skipped = Vec::new();
     if opts.runs(Suite::Community) {
-        let c = community::check_bundle_dir_in(&b.root, opts, operators);
+        let c = community::check_bundle_dir(&b.root, opts, operators);
         findings.extend(c.findings);
         findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
         findings.dedup();
@@ -162,8 +162,17 @@ pub fn validate_report_in(
 
 /// Loads and validates one bundle directory.
 pub fn validate_dir(dir: &Path, opts: &Options) -> Result<BundleReport> {
+    validate_dir_in(dir, opts, &community::Operators::default())
+}
+
+/// [`validate_dir`] with the operator directories a run has read.
+fn validate_dir_in(
+    dir: &Path,
+    opts: &Options,
+    operators: &community::Operators,
+) -> Result<BundleReport> {
     let b = load::load_dir(dir)?;
-    Ok(validate_report(&b, opts, dir))
+    Ok(validate_report_in(&b, opts, dir, operators))
 }
 
 /// Where a bundle to validate is: a directory, or an image in an OCI layout.
@@ -216,10 +225,7 @@ fn validate_source_in(
     operators: &community::Operators,
 ) -> Result<BundleReport> {
     match Source::parse(arg) {
-        Source::Dir(d) => {
-            let b = load::load_dir(&d)?;
-            Ok(validate_report_in(&b, opts, &d, operators))
-        }
+        Source::Dir(d) => validate_dir_in(&d, opts, operators),
         Source::Layout { layout, tag } => {
             let b = load::load_layout(&layout, &tag)?;
             Ok(validate_report_in(&b, opts, arg, operators))

@@ -1406,13 +1406,8 @@ impl Operators {
 }
 
 /// For `validate bundle --select-optional community`: the bundle's and its operator's checks,
-/// the operator read from the bundle's parent directory.
-pub fn check_bundle_dir(dir: &Path, opts: &Options) -> Outcome {
-    check_bundle_dir_in(dir, opts, &Operators::default())
-}
-
-/// [`check_bundle_dir`] with the operator directories `operators` has read (or reads now).
-pub fn check_bundle_dir_in(dir: &Path, opts: &Options, operators: &Operators) -> Outcome {
+/// the operator read from the bundle's parent directory (once per run, through `operators`).
+pub fn check_bundle_dir(dir: &Path, opts: &Options, operators: &Operators) -> Outcome {
     let mut out = Outcome::default();
     let resolved = std::fs::canonicalize(dir).ok();
     let parent = resolved.as_deref().and_then(Path::parent);
