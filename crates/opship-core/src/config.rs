@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::yaml::{self, Origin};
+use crate::yaml;
 
 /// File name looked up when no `--config` is given.
 pub const DEFAULT_FILE: &str = "opship.yaml";
@@ -359,15 +359,18 @@ impl Project {
     pub fn load(path: &Path) -> Result<Project> {
         let text = yaml::read_text_of(path, crate::input::Kind::Config)?;
         let config: Config = yaml::parse_typed(&text, path)?;
+        // Where a value is, for the checks below (the typed parse keeps no positions).
+        let doc = yaml::parse_one(&text, path)?;
+        let at = |pointer: &str| doc.origin(pointer);
         if config.package.is_empty() {
             return Err(Error::invalid(
-                Origin::file(path),
+                at("/package"),
                 "`package` must name the OLM package",
             ));
         }
         if !is_dns1123_label(&config.package) {
             return Err(Error::invalid(
-                Origin::file(path),
+                at("/package"),
                 format!(
                     "`package: {}` is not a DNS-1123 label (lower-case letters, digits and '-', at most 63)",
                     config.package
@@ -378,32 +381,40 @@ impl Project {
             && (d.trim().is_empty() || d.contains('\n'))
         {
             return Err(Error::invalid(
-                Origin::file(path),
+                at("/displayName"),
                 "`displayName` must be one non-empty line (the CSV's spec.displayName)",
             ));
         }
         for k in config.csv_annotations.keys() {
             if let Some(problem) = crate::naming::qualified_name_problem(k) {
                 return Err(Error::invalid(
-                    Origin::file(path),
+                    at(&format!(
+                        "/csvAnnotations/{}",
+                        k.replace('~', "~0").replace('/', "~1")
+                    )),
                     format!("`csvAnnotations` key `{k}` is not an annotation key: {problem}"),
                 ));
             }
         }
-        if config.csv_substitutions.iter().any(|s| s.from.is_empty()) {
+        if let Some(i) = config
+            .csv_substitutions
+            .iter()
+            .position(|s| s.from.is_empty())
+        {
             return Err(Error::invalid(
-                Origin::file(path),
+                at(&format!("/csvSubstitutions/{i}/from")),
                 "`csvSubstitutions`: a `from` is empty (it would match everywhere)",
             ));
         }
         let mut seen = std::collections::BTreeSet::new();
-        for m in &config.extra_manifests {
+        for (i, m) in config.extra_manifests.iter().enumerate() {
+            let entry = format!("/extraManifests/{i}");
             let name = m.file_name().map(|n| n.to_string_lossy().into_owned());
             match name {
                 Some(n) if n.ends_with(".yaml") || n.ends_with(".yml") || n.ends_with(".json") => {
                     if !seen.insert(n.clone()) {
                         return Err(Error::invalid(
-                            Origin::file(path),
+                            at(&entry),
                             format!(
                                 "`extraManifests` names two files called `{n}`; each keeps its name in manifests/"
                             ),
@@ -412,7 +423,7 @@ impl Project {
                 }
                 _ => {
                     return Err(Error::invalid(
-                        Origin::file(path),
+                        at(&entry),
                         format!(
                             "`extraManifests` entry `{}` is not a .yaml, .yml or .json file",
                             m.display()
@@ -662,6 +673,8 @@ mod tests {
             std::fs::write(&path, format!("package: demo\n{text}")).unwrap();
             let e = Project::load(&path).unwrap_err().to_string();
             assert!(e.contains(message), "{text}: {e}");
+            // Named with the line of the entry (the second line of the file).
+            assert!(e.contains("opship.yaml:2:"), "{text}: {e}");
         }
         std::fs::write(
             &path,
