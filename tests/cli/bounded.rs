@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{Run, opship, repo, run, sample_copy};
+use crate::{Run, opship, run, sample_copy, tracked};
 
 /// The most a hostile input may make opship take.
 const MAX_RSS_KIB: u64 = 512 * 1024;
@@ -89,7 +89,7 @@ fn yaml_alias_bombs_stay_small_in_every_configuration_input() {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
     let (_s, sample) = sample_copy();
-    let bundle = repo().join("bundle/0.1.0");
+    let bundle = tracked("bundle/0.1.0");
     for (kind, body) in [("bomb", alias_bomb("")), ("scalar", aliased_scalar(""))] {
         // PROJECT of an operator-sdk project.
         let project = t.join(format!("project-{kind}"));
@@ -323,7 +323,7 @@ fn templates_never_read_a_local_directory_as_a_catalog() {
 fn build_applies_the_readers_limits_before_reading() {
     let tmp = tempfile::tempdir().unwrap();
     let bundle = tmp.path().join("bundle");
-    crate::copy_dir(&repo().join("bundle/0.1.0"), &bundle);
+    crate::copy_dir(&tracked("bundle/0.1.0"), &bundle);
     // 420 MB (sparse: no disk used), past `validate`'s 64 MiB per file.
     std::fs::File::create(bundle.join("manifests/huge.yaml"))
         .unwrap()

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{opship, read_tree, repo, run};
+use crate::{opship, read_tree, repo, run, tracked, tracked_tree};
 
 /// A tool that must be installed; panics with the way to install it otherwise.
 fn tool(name: &str) -> Command {
@@ -85,8 +85,8 @@ fn skopeo_reads_the_layout() {
     let tmp = tempfile::tempdir().unwrap();
     let layout = tmp.path().join("oci");
     let l = layout.to_str().unwrap();
-    let b2 = repo().join("bundle/0.2.0");
-    let b3 = repo().join("bundle/0.3.0");
+    let b2 = tracked("bundle/0.2.0");
+    let b3 = tracked("bundle/0.3.0");
     let out = build(&[b2.to_str().unwrap(), b3.to_str().unwrap(), "--layout", l]);
     assert_eq!(
         out.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>(),
@@ -143,7 +143,7 @@ fn umoci_unpacks_what_was_built() {
     let l = layout.to_str().unwrap();
     // The sample bundle has tests/scorecard; the corpus one has names over 100 bytes (PAX).
     for (bundle, tag) in [
-        (repo().join("bundle/0.3.0"), "sample"),
+        (tracked("bundle/0.3.0"), "sample"),
         (long_name_bundle(), "long-names"),
     ] {
         build(&[bundle.to_str().unwrap(), "--layout", l, "--tag", tag]);
@@ -178,7 +178,7 @@ fn umoci_unpacks_what_was_built() {
 #[test]
 fn builds_are_byte_identical_and_honour_source_date_epoch() {
     let tmp = tempfile::tempdir().unwrap();
-    let bundle = repo().join("bundle/0.3.0");
+    let bundle = tracked("bundle/0.3.0");
     let mut trees = Vec::new();
     for n in 0..2 {
         let layout = tmp.path().join(format!("oci{n}"));
@@ -214,7 +214,7 @@ fn builds_are_byte_identical_and_honour_source_date_epoch() {
 #[test]
 fn archive_is_readable_as_docker_and_oci_archive() {
     let tmp = tempfile::tempdir().unwrap();
-    let bundle = repo().join("bundle/0.3.0");
+    let bundle = tracked("bundle/0.3.0");
     let archive = tmp.path().join("bundle.tar");
     let out = build(&[
         bundle.to_str().unwrap(),
@@ -252,7 +252,7 @@ fn archive_is_readable_as_docker_and_oci_archive() {
 #[test]
 fn json_output_docker_format_and_errors() {
     let tmp = tempfile::tempdir().unwrap();
-    let bundle = repo().join("bundle/0.3.0");
+    let bundle = tracked("bundle/0.3.0");
     let layout = tmp.path().join("oci");
     let r = run(opship()
         .args([
@@ -286,7 +286,7 @@ fn json_output_docker_format_and_errors() {
             "--layout",
         ])
         .arg(&layout)
-        .current_dir(repo()));
+        .current_dir(tracked_tree()));
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("--tag"), "{}", r.stderr);
     // Not a bundle: the missing directory is named.

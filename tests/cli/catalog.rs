@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 use crate::support_registry::TestRegistry;
-use crate::{opship, repo, run};
+use crate::{opship, repo, run, tracked};
 
 const PKG: &str = "memcached-operator";
 
@@ -64,7 +64,7 @@ fn push_sample(reg: &TestRegistry, tmp: &Path) -> Vec<String> {
     let layout = tmp.join("oci");
     let mut refs = Vec::new();
     for v in ["0.1.0", "0.2.0", "0.3.0"] {
-        let dir = repo().join("bundle").join(v);
+        let dir = tracked("bundle").join(v);
         ok(opship().args([
             "build",
             dir.to_str().unwrap(),
@@ -91,7 +91,7 @@ fn release_sequence_through_a_registry() {
             ok(opship().args([
                 "catalog",
                 "render",
-                repo().join("bundle/0.3.0").to_str().unwrap(),
+                tracked("bundle/0.3.0").to_str().unwrap(),
                 "--image",
                 &refs[2],
                 "--csv-format",
@@ -236,7 +236,7 @@ fn seeded_index(tmp: &Path) -> PathBuf {
         "catalog",
         "add",
         "--bundle",
-        repo().join("bundle/0.1.0").to_str().unwrap(),
+        tracked("bundle/0.1.0").to_str().unwrap(),
         "--image",
         "quay.io/example/memcached-operator-bundle:v0.1.0",
         "--channel",
@@ -253,7 +253,7 @@ fn add_cmd(index: &Path, version: &str, channel: &str, replace: bool) -> Command
         "catalog",
         "add",
         "--bundle",
-        repo().join("bundle").join(version).to_str().unwrap(),
+        tracked("bundle").join(version).to_str().unwrap(),
         "--image",
         &format!("quay.io/example/memcached-operator-bundle:v{version}"),
         "--channel",
@@ -607,7 +607,7 @@ fn dockerfile_graph_and_template_through_the_binary() {
     let t = tmp.path().join("basic.yaml");
     std::fs::write(&t, format!(
         "schema: olm.template.basic\nentries:\n- schema: olm.package\n  name: {PKG}\n  defaultChannel: stable\n- schema: olm.channel\n  name: stable\n  package: {PKG}\n  entries:\n  - name: {PKG}.v0.1.0\n- schema: olm.bundle\n  image: {}\n",
-        repo().join("bundle/0.1.0").display()
+        tracked("bundle/0.1.0").display()
     )).unwrap();
     let out = ok(opship().args([
         "catalog",
@@ -777,7 +777,7 @@ fn committed_index_is_up_to_date() {
             "catalog",
             "add",
             "--bundle",
-            repo().join("bundle").join(v).to_str().unwrap(),
+            tracked("bundle").join(v).to_str().unwrap(),
             "--image",
             &format!("quay.io/example/memcached-operator-bundle:v{v}"),
             "--channel",
@@ -792,10 +792,10 @@ fn committed_index_is_up_to_date() {
     }
     assert_eq!(
         crate::read_tree(&index),
-        crate::read_tree(&repo().join("index")),
+        crate::read_tree(&tracked("index")),
         "index/ is stale: regenerate it as this test does (docs/catalog.md)"
     );
-    validate(&repo().join("index"));
+    validate(&tracked("index"));
 }
 
 /// `catalogs:` targets in opship.yaml: one release added to a 4.16 and a 4.17 catalog gets the
@@ -819,7 +819,7 @@ fn config_targets_pick_directory_format_and_channels() {
                 "--target",
                 target,
                 "--bundle",
-                repo().join("bundle").join(v).to_str().unwrap(),
+                tracked("bundle").join(v).to_str().unwrap(),
                 "--image",
                 &format!("quay.io/example/memcached-operator-bundle:v{v}"),
             ]));

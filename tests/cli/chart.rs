@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::support_registry::{TestRegistry, isolated};
-use crate::{hidden_entries, opship, read_tree, repo, run, sample_copy};
+use crate::{hidden_entries, opship, read_tree, repo, run, sample_copy, tracked};
 
 /// The Python with helm-python-sdk (scripts/test sets OPSHIP_PYTHON).
 fn python() -> PathBuf {
@@ -35,9 +35,9 @@ pub(crate) fn helm(args: &[&str]) -> serde_json::Value {
 fn render_sample(version: &str, out: &Path) -> PathBuf {
     let r = run(opship()
         .arg("-c")
-        .arg(repo().join("bundle/opship.yaml"))
+        .arg(tracked("bundle/opship.yaml"))
         .args(["chart", "render", "--bundle"])
-        .arg(repo().join("bundle").join(version))
+        .arg(tracked("bundle").join(version))
         .arg("--output")
         .arg(out));
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -492,9 +492,9 @@ fn overlays_build_with_kubectl_kustomize() {
     let out = tmp.path().join("charts");
     let r = run(opship()
         .arg("-c")
-        .arg(repo().join("bundle/opship.yaml"))
+        .arg(tracked("bundle/opship.yaml"))
         .args(["chart", "render", "--overlays", "--bundle"])
-        .arg(repo().join("bundle/0.3.0"))
+        .arg(tracked("bundle/0.3.0"))
         .arg("--output")
         .arg(&out));
     assert_eq!(r.code, 0, "{}", r.stderr);

@@ -62,7 +62,7 @@ fn build_into(layout: &Path, tag: &str, version: &str, format: &str) {
             .args(["build", "--layout"])
             .arg(layout)
             .args(["--tag", tag, "--format", format])
-            .arg(crate::repo().join("bundle").join(version))),
+            .arg(crate::tracked("bundle").join(version))),
         "opship build",
     );
 }

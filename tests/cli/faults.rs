@@ -625,9 +625,9 @@ fn a_failing_image_stops_push_all_and_a_rerun_completes() {
         run(crate::opship()
             .args(["build", "--layout"])
             .arg(&layout)
-            .arg(crate::repo().join("bundle/0.1.0"))
-            .arg(crate::repo().join("bundle/0.2.0"))
-            .arg(crate::repo().join("bundle/0.3.0"))),
+            .arg(crate::tracked("bundle/0.1.0"))
+            .arg(crate::tracked("bundle/0.2.0"))
+            .arg(crate::tracked("bundle/0.3.0"))),
         "build",
     );
     let l = layout.display().to_string();

@@ -4,11 +4,11 @@
 use std::io::Write;
 use std::process::Stdio;
 
-use crate::{opship, read_tree, repo, run, sample_copy};
+use crate::{opship, read_tree, run, sample_copy, tracked, tracked_tree};
 
 #[test]
 fn committed_sample_bundles_are_up_to_date() {
-    let r = run(opship().current_dir(repo()).args([
+    let r = run(opship().current_dir(tracked_tree()).args([
         "-c",
         "bundle/opship.yaml",
         "generate",
@@ -48,7 +48,7 @@ fn generation_is_deterministic_and_matches_the_committed_bundles() {
     for v in ["0.1.0", "0.2.0", "0.3.0"] {
         assert_eq!(
             read_tree(&dir.join(v)),
-            read_tree(&repo().join("bundle").join(v)),
+            read_tree(&tracked("bundle").join(v)),
             "{v}"
         );
     }
@@ -119,7 +119,7 @@ fn stale_files_are_removed_and_the_swap_is_whole() {
     assert!(!dir.join("0.1.0/manifests/old_v1_configmap.yaml").exists());
     assert_eq!(
         read_tree(&dir.join("0.1.0")),
-        read_tree(&repo().join("bundle/0.1.0"))
+        read_tree(&tracked("bundle/0.1.0"))
     );
     // No temporary directories are left next to the bundle.
     let leftovers = crate::hidden_entries(&dir);
@@ -165,7 +165,7 @@ fn created_at_only_when_asked() {
 fn sample_kustomization() -> (tempfile::TempDir, std::path::PathBuf) {
     let t = tempfile::tempdir().unwrap();
     let dir = t.path().join("config");
-    crate::copy_dir(&repo().join("bundle/config"), &dir);
+    crate::copy_dir(&tracked("bundle/config"), &dir);
     let mut files = Vec::new();
     fn walk(root: &std::path::Path, d: &std::path::Path, out: &mut Vec<String>) {
         for e in std::fs::read_dir(d).unwrap() {
@@ -221,10 +221,7 @@ fn kustomize_stream_file_and_stdin_give_the_same_bundle() {
         .arg("-o")
         .arg(&from_file));
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(
-        read_tree(&from_file),
-        read_tree(&repo().join("bundle/0.2.0"))
-    );
+    assert_eq!(read_tree(&from_file), read_tree(&tracked("bundle/0.2.0")));
 
     let from_stdin = dir.join("from-stdin");
     let mut child = opship()
@@ -252,10 +249,7 @@ fn kustomize_stream_file_and_stdin_give_the_same_bundle() {
         "{}",
         String::from_utf8_lossy(&res.stderr)
     );
-    assert_eq!(
-        read_tree(&from_stdin),
-        read_tree(&repo().join("bundle/0.2.0"))
-    );
+    assert_eq!(read_tree(&from_stdin), read_tree(&tracked("bundle/0.2.0")));
 
     let from_dir = dir.join("from-kustomization");
     let r = run(opship()
@@ -266,10 +260,7 @@ fn kustomize_stream_file_and_stdin_give_the_same_bundle() {
         .arg("-o")
         .arg(&from_dir));
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(
-        read_tree(&from_dir),
-        read_tree(&repo().join("bundle/0.2.0"))
-    );
+    assert_eq!(read_tree(&from_dir), read_tree(&tracked("bundle/0.2.0")));
 }
 
 #[test]
@@ -377,7 +368,7 @@ fn exclude_kind_adds_to_the_configs_list() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
         read_tree(&dir.join("out")),
-        read_tree(&repo().join("bundle/0.2.0"))
+        read_tree(&tracked("bundle/0.2.0"))
     );
     // Without a config (none in the working directory) the flag adds to the default list,
     // [Namespace].
@@ -638,7 +629,7 @@ fn semantic_check_prints_only_the_real_differences() {
 
 #[test]
 fn semantic_check_of_current_bundles_exits_0_and_needs_check() {
-    let r = run(opship().current_dir(repo()).args([
+    let r = run(opship().current_dir(tracked_tree()).args([
         "-c",
         "bundle/opship.yaml",
         "generate",
@@ -656,7 +647,7 @@ fn semantic_check_of_current_bundles_exits_0_and_needs_check() {
             r.stdout
         );
     }
-    let r = run(opship().current_dir(repo()).args([
+    let r = run(opship().current_dir(tracked_tree()).args([
         "-c",
         "bundle/opship.yaml",
         "generate",

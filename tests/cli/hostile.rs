@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::{Run, opship, read_tree, repo, run, sample_copy};
+use crate::{Run, opship, read_tree, run, sample_copy, tracked};
 
 const PKG: &str = "memcached-operator";
 
@@ -268,7 +268,7 @@ fn reads_are_bounded_for_every_file_opship_is_given() {
         vec![
             "validate".into(),
             "bundle".into(),
-            repo().join("bundle/0.3.0").display().to_string(),
+            tracked("bundle/0.3.0").display().to_string(),
             "--select-optional".into(),
             "operatorhub".into(),
             "--categories".into(),
@@ -296,7 +296,7 @@ fn index_of(tmp: &Path) -> PathBuf {
             "catalog",
             "add",
             "--bundle",
-            repo().join("bundle").join(v).to_str().unwrap(),
+            tracked("bundle").join(v).to_str().unwrap(),
             "--image",
             &format!("quay.io/example/{PKG}-bundle:v{v}"),
             "--channel",
@@ -379,7 +379,7 @@ fn catalog_readers_refuse_fifos_and_links_out_and_skip_leftovers() {
 /// A copy of the sample's 0.3.0 bundle with `from` replaced by `to` in its files.
 fn bundle_with(tmp: &Path, file: &str, from: &str, to: &str) -> PathBuf {
     let b = tmp.join("b");
-    crate::copy_dir(&repo().join("bundle/0.3.0"), &b);
+    crate::copy_dir(&tracked("bundle/0.3.0"), &b);
     let path = b.join(file);
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains(from), "{from} not in {file}");
@@ -445,7 +445,7 @@ fn catalog_add_keeps_the_mode_of_the_file_and_respects_read_only() {
         "catalog",
         "add",
         "--bundle",
-        repo().join("bundle/0.1.0").to_str().unwrap(),
+        tracked("bundle/0.1.0").to_str().unwrap(),
         "--image",
         "quay.io/example/x:v0.1.0",
         "--channel",
@@ -465,7 +465,7 @@ fn catalog_add_keeps_the_mode_of_the_file_and_respects_read_only() {
             "catalog",
             "add",
             "--bundle",
-            repo().join("bundle").join(v).to_str().unwrap(),
+            tracked("bundle").join(v).to_str().unwrap(),
             "--image",
             &format!("quay.io/example/x:v{v}"),
             "--channel",

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::chart::helm;
-use crate::{hidden_entries, opship, read_tree, repo, run, sample_copy};
+use crate::{hidden_entries, opship, read_tree, run, sample_copy, tracked};
 
 /// The chart files `render` writes for the sample bundle 0.3.0 into `out`.
 fn render(bundle: &Path, out: &Path, extra: &[&str]) -> crate::Run {
@@ -146,7 +146,7 @@ fn bundle_text_that_looks_like_helm_code_stays_text() {
 #[test]
 fn render_replaces_only_what_it_wrote() {
     let tmp = tempfile::tempdir().unwrap();
-    let bundle = repo().join("bundle/0.3.0");
+    let bundle = tracked("bundle/0.3.0");
     let out = tmp.path().join("charts");
     let chart = out.join("memcached-operator");
 
@@ -391,7 +391,7 @@ fn charts_helm_cannot_load_are_not_written() {
 
     // A chart with one file of exactly 5 MiB loads in Helm and packages; one byte more and
     // Helm refuses it, and so does opship.
-    let r = render(&repo().join("bundle/0.3.0"), &out, &[]);
+    let r = render(&tracked("bundle/0.3.0"), &out, &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let chart = out.join("memcached-operator");
     for (size, loads) in [(limit, true), (limit + 1, false)] {

@@ -13,7 +13,7 @@ use opship_core::image::Layout;
 use opship_core::image::oci::ManifestKind;
 
 use crate::support_registry::{TestRegistry, isolated, json, ok, require};
-use crate::{repo, run};
+use crate::{run, tracked};
 
 const ARCHS: [&str; 2] = ["amd64", "arm64"];
 
@@ -375,7 +375,7 @@ fn catalog_build_takes_a_multi_arch_base_straight_from_the_registry() {
     let r = ok(
         run(isolated(&home)
             .args(["catalog", "build"])
-            .arg(repo().join("index"))
+            .arg(tracked("index"))
             .args(["--base", &reference, "--layout"])
             .arg(&out)
             .args(["--tag", "v0"])),

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::{hidden_entries, opship, read_tree, repo, run, sample_copy};
+use crate::{hidden_entries, opship, read_tree, run, sample_copy, tracked};
 
 const PKG: &str = "memcached-operator";
 const KILLS: usize = 50;
@@ -187,7 +187,7 @@ fn killed_chart_render_leaves_the_old_or_the_new_chart() {
     let render = |version: &str| {
         let mut c = opship();
         c.args(["chart", "render", "--name", "op", "-b"])
-            .arg(repo().join("bundle").join(version))
+            .arg(tracked("bundle").join(version))
             .arg("-o")
             .arg(&out);
         c
@@ -227,7 +227,7 @@ fn catalog_add_stopped(stop: (Stop, u64)) {
     let add = |version: &str, replace: bool| {
         let mut c = opship();
         c.args(["catalog", "add", "--bundle"])
-            .arg(repo().join("bundle").join(version))
+            .arg(tracked("bundle").join(version))
             .args([
                 "--image",
                 &format!("quay.io/example/{PKG}-bundle:v{version}"),

@@ -5,7 +5,7 @@
 use std::process::Stdio;
 
 use crate::support_registry::{TestRegistry, build, isolated, ok};
-use crate::{opship, repo, run};
+use crate::{opship, run, tracked};
 
 #[test]
 fn concurrent_builds_and_pulls_keep_every_tag() {
@@ -29,7 +29,7 @@ fn concurrent_builds_and_pulls_keep_every_tag() {
                 .args(["build", "--layout"])
                 .arg(&shared)
                 .args(["--tag", &format!("b{i}")])
-                .arg(repo().join("bundle").join(version))
+                .arg(tracked("bundle").join(version))
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()

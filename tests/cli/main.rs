@@ -8,6 +8,7 @@ mod build;
 mod catalog;
 mod catalog_verify;
 mod chart;
+mod checkout;
 mod cosign_peers;
 mod digests;
 mod docs;
@@ -33,6 +34,9 @@ mod token_auth;
 mod validate;
 mod verify_blob;
 mod workflows;
+
+#[path = "../support/tracked.rs"]
+mod tracked;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -80,11 +84,26 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// A copy of the sample operator's `bundle/` in a temporary directory.
+/// `rel` (a directory or file of the repository) as git tracks it: never what a run of opship
+/// in the checkout or anything else untracked left there. A snapshot shared by the tests of
+/// this process: read it, never write into it (copy it first, as [`sample_copy`] does).
+pub fn tracked(rel: &str) -> PathBuf {
+    tracked::snapshot(&repo(), rel)
+}
+
+/// The repository's sample (`bundle/`) and catalog (`index/`) as git tracks them, at the same
+/// relative paths under the directory returned: the working directory of tests that run
+/// opship on `bundle/…` as a user in the checkout would, without reading what a run there left.
+pub fn tracked_tree() -> PathBuf {
+    tracked("index");
+    tracked("bundle").parent().unwrap().to_path_buf()
+}
+
+/// A copy of the sample operator's `bundle/` in a temporary directory: what git tracks of it.
 pub fn sample_copy() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("bundle");
-    copy_dir(&repo().join("bundle"), &dir);
+    copy_dir(&tracked("bundle"), &dir);
     (tmp, dir)
 }
 

@@ -5,13 +5,13 @@
 use std::process::Command;
 
 use crate::support_registry::{TestRegistry, isolated};
-use crate::{opship, repo};
+use crate::{opship, tracked_tree};
 
 const BUNDLES: [&str; 3] = ["bundle/0.1.0", "bundle/0.2.0", "bundle/0.3.0"];
 
 fn run(global: &[&str], args: &[&str]) -> (String, String) {
     let out = opship()
-        .current_dir(repo())
+        .current_dir(tracked_tree())
         .args(global)
         .args(args)
         .output()
@@ -170,7 +170,7 @@ fn on_tty(cmdline: &str, env: &[(&str, &str)]) -> String {
         &format!("'{}' {cmdline}", bin.display()),
         "/dev/null",
     ])
-    .current_dir(repo())
+    .current_dir(tracked_tree())
     .env_remove("NO_COLOR")
     .env_remove("OPSHIP_CONFIG");
     for (k, v) in env {

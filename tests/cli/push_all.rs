@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::support_registry::{TestRegistry, isolated, json, ok, skopeo_inspect};
-use crate::{opship, repo, run};
+use crate::{opship, repo, run, tracked};
 
 fn corpus_bundle(rel: &str) -> std::path::PathBuf {
     let corpus = std::env::var_os("OPSHIP_CORPUS")
@@ -51,9 +51,9 @@ fn all_tags_of_a_layout_go_to_their_repositories() {
         &layout,
         &[],
         &[
-            repo().join("bundle/0.1.0"),
-            repo().join("bundle/0.2.0"),
-            repo().join("bundle/0.3.0"),
+            tracked("bundle/0.1.0"),
+            tracked("bundle/0.2.0"),
+            tracked("bundle/0.3.0"),
             corpus_bundle("ack-dms-controller/0.1.0"),
             corpus_bundle("volume-expander-operator/0.2.0"),
         ],
@@ -61,7 +61,7 @@ fn all_tags_of_a_layout_go_to_their_repositories() {
     built.extend(build(
         &layout,
         &["--tag", "latest"],
-        &[repo().join("bundle/0.3.0")],
+        &[tracked("bundle/0.3.0")],
     ));
     let tags: Vec<&str> = built.iter().map(|(t, _)| t.as_str()).collect();
     assert_eq!(
@@ -148,7 +148,7 @@ fn all_tags_of_a_layout_go_to_their_repositories() {
     build(
         &layout,
         &["--tag", "memcached-operator-bundle:latest"],
-        &[repo().join("bundle/0.2.0")],
+        &[tracked("bundle/0.2.0")],
     );
     let r = run(isolated(&home).args(["push", &l, &format!("{}/other", reg.addr), "--all-tags"]));
     assert_eq!(r.code, 2, "{}", r.stderr);

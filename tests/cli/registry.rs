@@ -8,7 +8,7 @@ use crate::support_registry::{
 };
 use std::path::Path;
 
-use crate::{opship, repo, run};
+use crate::{opship, run, tracked};
 
 #[test]
 fn push_inspect_repush_pull_tags() {
@@ -30,10 +30,9 @@ fn push_inspect_repush_pull_tags() {
     // skopeo sees the same digest and the bundle labels.
     let inspect = skopeo_inspect(&target);
     assert_eq!(inspect["Digest"], digest.as_str());
-    let annotations = opship_core::image::build::annotations(
-        &repo().join("bundle/0.3.0/metadata/annotations.yaml"),
-    )
-    .unwrap();
+    let annotations =
+        opship_core::image::build::annotations(&tracked("bundle/0.3.0/metadata/annotations.yaml"))
+            .unwrap();
     for (k, v) in &annotations {
         assert_eq!(inspect["Labels"][k], v.as_str(), "label {k}");
     }

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support_registry::{TestRegistry, isolated};
-use crate::{copy_dir, repo, run};
+use crate::{copy_dir, run, tracked};
 
 /// Every path under `dir` whose name is an opship temporary.
 fn temporaries(dir: &Path) -> Vec<String> {
@@ -43,7 +43,7 @@ struct Project {
 fn project(registry: Option<String>) -> Project {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("p");
-    copy_dir(&repo().join("bundle"), &root.join("bundle"));
+    copy_dir(&tracked("bundle"), &root.join("bundle"));
     let home = tmp.path().join("home");
     let tmpdir = tmp.path().join("tmp");
     std::fs::create_dir_all(&home).unwrap();

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::{Run, opship, repo, run};
+use crate::{Run, opship, run, tracked};
 
 const REGISTRY_BIN: &str = "/usr/bin/docker-registry";
 
@@ -315,7 +315,7 @@ pub fn build(tmp: &Path, version: &str) -> (PathBuf, String) {
             .args(["build", "--layout"])
             .arg(&layout)
             .args(["--tag", version])
-            .arg(repo().join("bundle").join(version))),
+            .arg(tracked("bundle").join(version))),
         "opship build",
     );
     let digest = r.stdout.split_whitespace().nth(1).unwrap().to_owned();

@@ -1,9 +1,13 @@
 //! `opship validate`: exit statuses, output formats, rule listing, on the sample operator.
 
-use crate::{opship, repo, sample_copy};
+use crate::{opship, repo, sample_copy, tracked_tree};
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = opship().current_dir(repo()).args(args).output().unwrap();
+    let out = opship()
+        .current_dir(tracked_tree())
+        .args(args)
+        .output()
+        .unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -115,7 +119,7 @@ fn images_in_an_oci_layout_are_validated_like_directories() {
     let tmp = tempfile::tempdir().unwrap();
     let layout = tmp.path().join("oci");
     let out = opship()
-        .current_dir(repo())
+        .current_dir(tracked_tree())
         .args(["build", "bundle/0.3.0", "--layout"])
         .arg(&layout)
         .output()

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::{opship, repo};
+use crate::{opship, repo, tracked_tree};
 
 fn load(rel: &str) -> Value {
     let path = repo().join(rel);
@@ -198,7 +198,7 @@ fn ci_workflow_runs_the_checks_and_its_drift_checks_pass() {
         }
         let out = std::process::Command::new("bash")
             .args(["-euo", "pipefail", "-c", run])
-            .current_dir(repo())
+            .current_dir(tracked_tree())
             .env("PATH", &path)
             .env("NO_COLOR", "1")
             .env_remove("OPSHIP_CONFIG")

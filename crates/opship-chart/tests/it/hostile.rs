@@ -10,7 +10,7 @@ use opship_chart::{CrdPlacement, Options};
 use serde_json::{Value, json};
 
 use crate::compare::check_bundle;
-use crate::{corpus_dir, helm, render_to_temp, repo_dir};
+use crate::{corpus_dir, helm, render_to_temp, tracked};
 
 /// Appended to every string: an action that reads values, one that calls a template that does
 /// not exist (Helm fails on it), an unterminated comment, a stray close, trim markers and a
@@ -167,7 +167,7 @@ fn check_hostile(bundle: &Path, crds: CrdPlacement) {
 
 #[test]
 fn hostile_strings_in_the_sample_render_verbatim() {
-    let bundle = repo_dir().join("bundle/0.3.0");
+    let bundle = tracked("bundle/0.3.0");
     check_hostile(&bundle, CrdPlacement::Templates);
     check_hostile(&bundle, CrdPlacement::CrdsDir);
 }

@@ -25,6 +25,15 @@ pub fn repo_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+#[path = "../../../../tests/support/tracked.rs"]
+mod tracked;
+
+/// `rel` of the repository as git tracks it (a snapshot shared by this process's tests; read
+/// it, never write into it): never what a run of opship in the checkout left there.
+pub fn tracked(rel: &str) -> PathBuf {
+    tracked::snapshot(&repo_dir(), rel)
+}
+
 /// The shared corpus of real bundles: `$OPSHIP_CORPUS`, else `../shared/corpus` next to the
 /// repository, else `/work/shared/corpus`. A missing corpus fails the tests.
 pub fn corpus_dir() -> PathBuf {

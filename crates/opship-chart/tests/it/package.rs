@@ -7,7 +7,7 @@ use opship_chart::Options;
 use opship_chart::package;
 use serde_json::{Value, json};
 
-use crate::{corpus_dir, environments, helm, render_to_temp, repo_dir};
+use crate::{corpus_dir, environments, helm, render_to_temp, tracked};
 
 fn entries(tgz: &Path) -> Vec<Value> {
     let r = helm(&["tgz".to_owned(), tgz.display().to_string()]);
@@ -29,7 +29,7 @@ fn chart_yaml(e: &[Value]) -> Value {
 #[test]
 fn helm_package_holds_the_same_files() {
     for bundle in [
-        repo_dir().join("bundle/0.3.0"),
+        tracked("bundle/0.3.0"),
         // CRD file names longer than 100 bytes (GNU long names in the tar).
         corpus_dir().join("bundles/community-kubevirt-hyperconverged/1.15.0"),
     ] {
@@ -81,7 +81,7 @@ fn helm_package_holds_the_same_files() {
 /// different SOURCE_DATE_EPOCH gives different entry mtimes.
 #[test]
 fn archive_is_byte_identical_across_runs() {
-    let bundle = repo_dir().join("bundle/0.3.0");
+    let bundle = tracked("bundle/0.3.0");
     let (tmp1, dir1, _) = render_to_temp(&bundle, &Options::default(), &environments());
     std::thread::sleep(std::time::Duration::from_millis(1100));
     let (tmp2, dir2, _) = render_to_temp(&bundle, &Options::default(), &environments());
@@ -110,7 +110,7 @@ fn index_agrees_with_helm_repo_index() {
     std::fs::create_dir(&pkgs).unwrap();
     for v in ["0.1.0", "0.2.0", "0.3.0"] {
         let (_t, dir, _) = render_to_temp(
-            &repo_dir().join(format!("bundle/{v}")),
+            &tracked(&format!("bundle/{v}")),
             &Options::default(),
             &Default::default(),
         );

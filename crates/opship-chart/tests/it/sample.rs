@@ -5,10 +5,10 @@ use opship_chart::{CrdPlacement, Options};
 use opship_core::config::Project;
 
 use crate::compare::{check_bundle, check_bundle_with};
-use crate::{helm, render_to_temp, repo_dir};
+use crate::{helm, render_to_temp, tracked};
 
 fn project() -> Project {
-    Project::load(&repo_dir().join("bundle/opship.yaml")).unwrap()
+    Project::load(&tracked("bundle/opship.yaml")).unwrap()
 }
 
 #[test]

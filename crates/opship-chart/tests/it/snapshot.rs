@@ -5,11 +5,11 @@
 use opship_chart::{CrdPlacement, Options};
 use opship_core::config::Project;
 
-use crate::{render_to_temp, repo_dir};
+use crate::{render_to_temp, tracked};
 
 #[test]
 fn sample_chart_files() {
-    let p = Project::load(&repo_dir().join("bundle/opship.yaml")).unwrap();
+    let p = Project::load(&tracked("bundle/opship.yaml")).unwrap();
     let opts = Options {
         name: None,
         crds: CrdPlacement::Templates,

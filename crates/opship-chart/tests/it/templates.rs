@@ -5,7 +5,7 @@ use std::path::Path;
 
 use opship_chart::{Error, Options, Templates};
 
-use crate::repo_dir;
+use crate::{repo_dir, tracked};
 
 fn render_with(name: &str, text: &str) -> (tempfile::TempDir, Result<opship_chart::Chart, Error>) {
     let tmp = tempfile::tempdir().unwrap();
@@ -13,7 +13,7 @@ fn render_with(name: &str, text: &str) -> (tempfile::TempDir, Result<opship_char
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, text).unwrap();
     let r = opship_chart::render_bundle(
-        &repo_dir().join("bundle/0.3.0"),
+        &tracked("bundle/0.3.0"),
         &Options::default(),
         &Templates {
             dir: Some(tmp.path().to_path_buf()),
@@ -104,7 +104,7 @@ fn templates_are_replaced_and_added() {
     )
     .unwrap();
     let chart = opship_chart::render_bundle(
-        &repo_dir().join("bundle/0.3.0"),
+        &tracked("bundle/0.3.0"),
         &Options::default(),
         &Templates {
             dir: Some(tmp.path().to_path_buf()),
@@ -135,7 +135,7 @@ fn templates_are_replaced_and_added() {
 fn embedded_templates_are_the_repository_files() {
     for name in opship_chart::render::default_template_names() {
         assert!(
-            Path::new(&repo_dir().join("chart-templates").join(name)).is_file(),
+            Path::new(&tracked("chart-templates").join(name)).is_file(),
             "{name}"
         );
     }

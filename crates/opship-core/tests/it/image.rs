@@ -11,7 +11,7 @@ use opship_core::image::layout::Layout;
 use opship_core::image::{BuildOptions, Format, build_bundle};
 use rayon::prelude::*;
 
-use crate::{corpus_dir, repo_dir};
+use crate::{corpus_dir, tracked};
 
 fn corpus_bundles() -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -88,7 +88,7 @@ fn corpus_images_are_reproducible() {
 
 #[test]
 fn epoch_and_labels_change_the_digest_and_nothing_else() {
-    let dir = repo_dir().join("bundle/0.3.0");
+    let dir = tracked("bundle/0.3.0");
     let base = build_bundle(&dir, &BuildOptions::default()).unwrap();
     let later = build_bundle(
         &dir,
@@ -122,7 +122,7 @@ fn epoch_and_labels_change_the_digest_and_nothing_else() {
 
 #[test]
 fn sample_bundle_image() {
-    let dir = repo_dir().join("bundle/0.3.0");
+    let dir = tracked("bundle/0.3.0");
     let image = build_bundle(&dir, &BuildOptions::default()).unwrap();
 
     // The layer: sorted, explicit directories, fixed metadata.
@@ -210,8 +210,8 @@ fn sample_bundle_image() {
 fn layout_tags_replace_and_reads_verify() {
     let tmp = tempfile::tempdir().unwrap();
     let layout = Layout::new(tmp.path().join("oci"));
-    let a = build_bundle(&repo_dir().join("bundle/0.2.0"), &BuildOptions::default()).unwrap();
-    let b = build_bundle(&repo_dir().join("bundle/0.3.0"), &BuildOptions::default()).unwrap();
+    let a = build_bundle(&tracked("bundle/0.2.0"), &BuildOptions::default()).unwrap();
+    let b = build_bundle(&tracked("bundle/0.3.0"), &BuildOptions::default()).unwrap();
     layout
         .write_images([("0.2.0", &a), ("latest", &a)])
         .unwrap();
@@ -263,7 +263,7 @@ fn layout_tags_replace_and_reads_verify() {
 
 #[test]
 fn archive_is_deterministic_and_complete() {
-    let img = build_bundle(&repo_dir().join("bundle/0.3.0"), &BuildOptions::default()).unwrap();
+    let img = build_bundle(&tracked("bundle/0.3.0"), &BuildOptions::default()).unwrap();
     let rt = archive::repo_tag("0.3.0", &img.labels);
     assert_eq!(rt, "memcached-operator-bundle:0.3.0");
     let entries = [ArchiveImage {
@@ -302,7 +302,7 @@ fn archive_is_deterministic_and_complete() {
 fn refused_inputs_name_the_file() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("b");
-    crate_copy(&repo_dir().join("bundle/0.3.0"), &dir);
+    crate_copy(&tracked("bundle/0.3.0"), &dir);
     std::os::unix::fs::symlink("annotations.yaml", dir.join("metadata/link.yaml")).unwrap();
     let err = build_bundle(&dir, &BuildOptions::default())
         .unwrap_err()
@@ -360,8 +360,8 @@ fn concurrent_writers_keep_each_others_tags() {
     // read-modify-write of index.json holds the layout's lock, so no tag is lost.
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("oci");
-    let a = build_bundle(&repo_dir().join("bundle/0.2.0"), &BuildOptions::default()).unwrap();
-    let b = build_bundle(&repo_dir().join("bundle/0.3.0"), &BuildOptions::default()).unwrap();
+    let a = build_bundle(&tracked("bundle/0.2.0"), &BuildOptions::default()).unwrap();
+    let b = build_bundle(&tracked("bundle/0.3.0"), &BuildOptions::default()).unwrap();
     std::thread::scope(|s| {
         for w in 0..8 {
             let (dir, a, b) = (&dir, &a, &b);

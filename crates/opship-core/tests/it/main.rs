@@ -35,3 +35,12 @@ pub fn corpus_dir() -> PathBuf {
 pub fn repo_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
+
+#[path = "../../../../tests/support/tracked.rs"]
+mod tracked;
+
+/// `rel` of the repository as git tracks it (a snapshot shared by this process's tests; read
+/// it, never write into it): never what a run of opship in the checkout left there.
+pub fn tracked(rel: &str) -> PathBuf {
+    tracked::snapshot(&repo_dir(), rel)
+}

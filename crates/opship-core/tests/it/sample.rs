@@ -5,10 +5,10 @@ use opship_core::bundle::{self, Inputs, Options};
 use opship_core::config::Project;
 use opship_core::manifest::{self, Source};
 
-use crate::repo_dir;
+use crate::tracked;
 
 pub(crate) fn generate(version: &str) -> bundle::Bundle {
-    let project = Project::load(&repo_dir().join("bundle/opship.yaml")).unwrap();
+    let project = Project::load(&tracked("bundle/opship.yaml")).unwrap();
     let c = &project.config;
     let objects = manifest::load(&Source::Path(
         project.resolve(c.manifests.as_ref().unwrap()),

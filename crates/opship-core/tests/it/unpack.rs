@@ -491,7 +491,7 @@ fn bundle_layer(bundle: &Path) -> (Vec<u8>, Vec<(PathBuf, Vec<u8>)>) {
 
 #[test]
 fn bundle_layer_unpacks_in_memory_and_on_disk() {
-    let bundle = crate::repo_dir().join("bundle/0.3.0");
+    let bundle = crate::tracked("bundle/0.3.0");
     let (layer, expected) = bundle_layer(&bundle);
     assert!(expected.len() >= 8);
 
@@ -607,7 +607,7 @@ fn layers_stack_and_share_budgets() {
 #[test]
 fn layers_written_by_opship_build_unpack_to_the_same_files() {
     use opship_core::image::layer;
-    let bundle = crate::repo_dir().join("bundle/0.3.0");
+    let bundle = crate::tracked("bundle/0.3.0");
     let entries = layer::collect(&bundle, &["manifests", "metadata", "tests/scorecard"]).unwrap();
     let built = layer::build(&entries, 0).unwrap();
     let files = unpack::read_layer(&built.gzip[..], &Limits::default()).unwrap();

@@ -94,7 +94,7 @@ fn short(v: &Value) -> String {
 fn fast_path_matches_serde_on_every_real_file() {
     let mut all = Vec::new();
     files(&crate::corpus_dir().join("bundles"), &mut all);
-    files(&crate::repo_dir().join("bundle"), &mut all);
+    files(&crate::tracked("bundle"), &mut all);
     assert!(all.len() > 2000, "{} files", all.len());
     let failures: Vec<String> = all
         .par_iter()

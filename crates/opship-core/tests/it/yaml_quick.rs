@@ -46,7 +46,7 @@ fn check(text: &str) -> Result<Option<(u32, u32)>, String> {
 fn real_files() -> Vec<PathBuf> {
     let mut all = Vec::new();
     files(&crate::corpus_dir().join("bundles"), &mut all);
-    files(&crate::repo_dir().join("bundle"), &mut all);
+    files(&crate::tracked("bundle"), &mut all);
     all
 }
 

@@ -4,6 +4,8 @@
 //! recognised as done, and the events of both.
 
 mod support;
+#[path = "../../../../tests/support/tracked.rs"]
+mod tracked;
 
 use std::path::Path;
 

@@ -70,22 +70,11 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Copies the sample project (`bundle/`) under `into`; returns the copy's directory.
+/// Copies the sample project (`bundle/`) under `into`, as git tracks it (never what a run
+/// of opship in the checkout left there); returns the copy's directory.
 pub fn copy_sample(into: &Path) -> PathBuf {
-    fn copy(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for e in std::fs::read_dir(from).unwrap() {
-            let e = e.unwrap();
-            let target = to.join(e.file_name());
-            if e.file_type().unwrap().is_dir() {
-                copy(&e.path(), &target);
-            } else {
-                std::fs::copy(e.path(), &target).unwrap();
-            }
-        }
-    }
     let dir = into.join("bundle");
-    copy(&repo().join("bundle"), &dir);
+    crate::tracked::copy_tracked(&repo(), "bundle", &dir);
     dir
 }
 
