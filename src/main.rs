@@ -21,7 +21,10 @@ fn main() -> ExitCode {
     }
     let cli = cli::Cli::parse();
     init_logging(cli.global.verbose, cli.global.quiet);
-    match commands::run(cli) {
+    let outcome = commands::run(cli);
+    // A signal handled meanwhile decides the exit code, once its temporaries are removed.
+    opship_core::cleanup::finish();
+    match outcome {
         Ok(status) => status.into(),
         Err(err) => {
             // A closed pipe (`opship ... | head`) is not a failure of opship.

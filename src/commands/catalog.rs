@@ -80,7 +80,8 @@ fn render_ref(
     }
     let reference = opship_oci::registry::parse_reference(text)
         .map_err(|e| format!("{arg}: not a directory, layout image or image reference: {e}"))?;
-    let tmp = tempfile::tempdir()?;
+    // Registered: a signal removes it with what was pulled into it.
+    let tmp = opship_core::fsutil::temp_dir(".opship-pull-")?;
     let layout = tmp.path().join("image");
     let digest = pull(&reference, &layout, registry)?;
     // The image field of a pulled bundle is the reference as given, as opm writes it, or
@@ -437,7 +438,8 @@ fn build(args: &CatalogBuildArgs) -> Result<ExitStatus, CmdError> {
         write_stdout(&format!("{} {}\n", args.tag, image.digest()))?;
         return Ok(ExitStatus::Success);
     };
-    let tmp = tempfile::tempdir()?;
+    // Registered: a signal removes it with what was pulled into it.
+    let tmp = opship_core::fsutil::temp_dir(".opship-pull-")?;
     let (layout, tag) = match opship_validate::Source::parse(Path::new(base)) {
         opship_validate::Source::Layout { layout, tag } => (layout, tag),
         opship_validate::Source::Dir(_) => {

@@ -72,7 +72,8 @@ pub fn run(args: &ManifestsArgs, project_config: Option<&Path>) -> Result<ExitSt
             CertProviderArg::OpenshiftServiceca => CertProvider::OpenShiftServiceCa,
         }),
     };
-    let tmp = tempfile::tempdir()?;
+    // Registered: a signal removes it with what was pulled into it.
+    let tmp = opship_core::fsutil::temp_dir(".opship-pull-")?;
     let (dir, unpacked) = bundle_dir(&args.bundle, tmp.path())?;
     let rendered = render(&dir, &opts);
     // An unpacked image is named by the argument, not by the temporary directory.

@@ -43,7 +43,8 @@ fn bundle(args: &ValidateBundleArgs) -> Result<ExitStatus, CmdError> {
     let opts = options(&args.suites)?;
     // Registry references are pulled (verified) into a temporary layout first; everything else
     // is a directory or a layout image, validated in parallel.
-    let tmp = tempfile::tempdir()?;
+    // Registered: a signal removes it with what was pulled into it.
+    let tmp = opship_core::fsutil::temp_dir(".opship-pull-")?;
     let mut pulled: Vec<Option<(PathBuf, String)>> = Vec::new();
     for (i, p) in args.paths.iter().enumerate() {
         pulled.push(match registry_reference(p) {

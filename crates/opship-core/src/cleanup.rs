@@ -106,8 +106,33 @@ pub fn create_registered<T, E>(
 /// before the temporaries are removed, or never starts. Without it, a temporary half removed
 /// by the handler could be renamed into place.
 pub fn commit<T>(commit: impl FnOnce() -> T) -> T {
+    unhandled(commit)
+}
+
+/// Runs `create` (the making of a file or directory inside a registered temporary, or of a
+/// directory one is made in) while no signal is being handled. The handler holds the registry
+/// until the process exits, so `create` either ends before the temporaries are removed (and
+/// what it made goes with them) or never starts. Without it, another thread's
+/// `create_dir_all` could make a removed temporary again between its removal and the exit,
+/// and a directory being removed could gain entries until its removal gives up.
+/// [`crate::fsutil`] has the usual creations wrapped (`create_dir_all`, `create_file`,
+/// `copy_file`).
+pub fn create<T>(create: impl FnOnce() -> T) -> T {
+    unhandled(create)
+}
+
+/// Called by `main` once the command is done, before it maps the outcome to an exit code: a
+/// signal being handled is waited for, and its handler exits the process (128 + the
+/// signal). Without it, a command failing because the handler removed its temporary could
+/// exit 2 (or 0) while the handler is still removing the others.
+pub fn finish() {
+    unhandled(|| ());
+}
+
+/// Runs `f` holding the registry: never while, or after, a signal is handled.
+fn unhandled<T>(f: impl FnOnce() -> T) -> T {
     let _held = live();
-    commit()
+    f()
 }
 
 /// Registers the process group `pgid` (a child started with `process_group(0)` has its pid as

@@ -195,6 +195,45 @@ pub fn temp_dir(prefix: &str) -> std::io::Result<TempDir> {
     temp_dir_in(&std::env::temp_dir(), prefix)
 }
 
+/// `std::fs::create_dir_all` for directories inside a temporary (or a temporary's parent),
+/// through [`cleanup::create`]: a signal handled meanwhile never finds the temporary made
+/// again after it removed it.
+pub fn create_dir_all(path: &Path) -> std::io::Result<()> {
+    cleanup::create(|| std::fs::create_dir_all(path))
+}
+
+/// Creates (or truncates) the file `path` inside a temporary, with permission bits `mode` on
+/// Unix (before the umask), through [`cleanup::create`]; writing to it is the caller's, after
+/// the registry is released (a removed file takes the writes with it).
+pub fn create_file(path: &Path, mode: Option<u32>) -> std::io::Result<File> {
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    if let Some(mode) = mode {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(mode);
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    cleanup::create(|| o.open(path))
+}
+
+/// Writes `bytes` as the new file `path` inside a temporary ([`create_file`], then the write).
+pub fn write_in_temp(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    create_file(path, None)?.write_all(bytes)
+}
+
+/// Copies the file `from` to `to` inside a temporary, permission bits included, as
+/// `std::fs::copy` does, creating `to` through [`create_file`]. Returns the bytes copied.
+pub fn copy_file(from: &Path, to: &Path) -> std::io::Result<u64> {
+    let mut input = File::open(from)?;
+    let perms = input.metadata()?.permissions();
+    let mut out = create_file(to, None)?;
+    let n = std::io::copy(&mut input, &mut out)?;
+    out.set_permissions(perms)?;
+    Ok(n)
+}
+
 /// Removes the temporaries in `dir` that no live run holds (what a SIGKILL or a power cut
 /// left), returning how many. Only regular files and directories with a temporary's name
 /// that belong to this user are considered; a missing `dir` has none.
@@ -293,6 +332,53 @@ mod tests {
         assert!(names.contains(&"keep.yaml".to_owned()) && names.contains(&".hidden".to_owned()));
         drop((live_file, live_dir));
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2);
+    }
+
+    /// What the signal handler does (hold the registry, remove the temporaries) while other
+    /// threads go on writing into a temporary: none of the creations brings it back before
+    /// the registry is released (in the handler: never, the process exits holding it).
+    #[test]
+    fn a_removed_temporary_is_not_made_again_while_a_signal_is_handled() {
+        let d = tempfile::tempdir().unwrap();
+        let tmp = temp_dir_in(d.path(), ".out.opship-new-").unwrap();
+        let root = tmp.path().to_path_buf();
+        std::fs::write(d.path().join("src"), "x").unwrap();
+        type Make = fn(&Path, &Path) -> std::io::Result<()>;
+        let makers: [Make; 4] = [
+            |root, _| create_dir_all(&root.join("manifests")),
+            |root, _| write_in_temp(&root.join("bundle.Dockerfile"), b"FROM scratch\n"),
+            |root, src| copy_file(src, &root.join("copy")).map(|_| ()),
+            |root, _| create_file(&root.join("f"), Some(0o644)).map(|_| ()),
+        ];
+        let (ready_tx, ready) = std::sync::mpsc::channel();
+        let writers = cleanup::commit(|| {
+            std::fs::remove_dir_all(&root).unwrap();
+            let writers: Vec<_> = makers
+                .into_iter()
+                .map(|make| {
+                    let (root, src, ready_tx) =
+                        (root.clone(), d.path().join("src"), ready_tx.clone());
+                    std::thread::spawn(move || {
+                        ready_tx.send(()).unwrap();
+                        let _ = make(&root, &src);
+                    })
+                })
+                .collect();
+            for _ in 0..writers.len() {
+                ready.recv().unwrap();
+            }
+            // The writers are at their creation; give them every chance to make it.
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            assert!(
+                !root.exists(),
+                "a writer made the removed temporary again while the signal was handled"
+            );
+            writers
+        });
+        for w in writers {
+            w.join().unwrap();
+        }
+        drop(tmp);
     }
 
     #[test]

@@ -357,7 +357,8 @@ fn copy_tree(from: &Path, to: &Path, left: &mut u64, depth: usize) -> Result<()>
             from.display()
         )));
     }
-    std::fs::create_dir_all(to).map_err(|e| Error::io(to, e))?;
+    // Into a registered temporary: through `fsutil`'s creations, which a signal excludes.
+    crate::fsutil::create_dir_all(to).map_err(|e| Error::io(to, e))?;
     let mut entries: Vec<_> = std::fs::read_dir(from)
         .map_err(|e| Error::io(from, e))?
         .filter_map(|e| e.ok())
@@ -383,7 +384,7 @@ fn copy_tree(from: &Path, to: &Path, left: &mut u64, depth: usize) -> Result<()>
                 )));
             }
             *left -= meta.len();
-            std::fs::copy(&src, &dst).map_err(|e| Error::io(&src, e))?;
+            crate::fsutil::copy_file(&src, &dst).map_err(|e| Error::io(&src, e))?;
         }
     }
     Ok(())

@@ -158,7 +158,8 @@ pub fn replace_dir(dir: &Path, files: &Files, target: Target, overwrite: Overwri
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    std::fs::create_dir_all(&parent).map_err(|e| Error::io(&parent, e))?;
+    // The parent may be a temporary itself (a release's staging directory).
+    crate::fsutil::create_dir_all(&parent).map_err(|e| Error::io(&parent, e))?;
     let base = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -178,12 +179,13 @@ pub fn replace_dir(dir: &Path, files: &Files, target: Target, overwrite: Overwri
 
     let tmp = crate::fsutil::temp_dir_in(&parent, &format!("{}new-", temp_prefix(&base)))
         .map_err(|e| Error::io(&parent, e))?;
+    // Through `fsutil`'s creations: a signal handled meanwhile removes `tmp` for good.
     for (rel, bytes) in files {
         let path = tmp.path().join(rel);
         if let Some(p) = path.parent() {
-            std::fs::create_dir_all(p).map_err(|e| Error::io(dir.join(rel), e))?;
+            crate::fsutil::create_dir_all(p).map_err(|e| Error::io(dir.join(rel), e))?;
         }
-        std::fs::write(&path, bytes).map_err(|e| Error::io(dir.join(rel), e))?;
+        crate::fsutil::write_in_temp(&path, bytes).map_err(|e| Error::io(dir.join(rel), e))?;
     }
     // tempfile makes the directory 0700; a generated directory is as readable as any other.
     #[cfg(unix)]

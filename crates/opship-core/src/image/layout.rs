@@ -82,7 +82,8 @@ impl Layout {
     /// directory whose `oci-layout` says something else.
     pub fn init(&self) -> Result<()> {
         let blobs = self.dir.join("blobs/sha256");
-        std::fs::create_dir_all(&blobs).map_err(|e| Error::io(&blobs, e))?;
+        // A layout may be made in a temporary (a pulled image): `fsutil`'s creation.
+        crate::fsutil::create_dir_all(&blobs).map_err(|e| Error::io(&blobs, e))?;
         // A killed writer's `.opship-…` files would be taken for blobs (`umoci gc` fails on
         // `sha256:.opship-…`); the first writer after it removes them.
         crate::fsutil::sweep_once(&self.dir);
@@ -214,12 +215,14 @@ impl Layout {
     /// holds the old one); readers do not need it, since `index.json` is replaced atomically.
     pub fn update_index(&self, change: impl FnOnce(&mut Index) -> Result<()>) -> Result<()> {
         let lock_path = self.dir.join(LOCK_FILE);
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| Error::io(&lock_path, e))?;
+        let lock = crate::cleanup::create(|| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&lock_path)
+        })
+        .map_err(|e| Error::io(&lock_path, e))?;
         lock.lock().map_err(|e| Error::io(&lock_path, e))?;
         let mut index = self.index()?;
         change(&mut index)?;

@@ -631,7 +631,7 @@ impl Sink for DirSink<'_> {
             use std::os::unix::fs::DirBuilderExt;
             b.mode(0o755);
         }
-        b.create(&p).map_err(|e| Error::io(p, e))
+        crate::cleanup::create(|| b.create(&p)).map_err(|e| Error::io(p, e))
     }
 
     fn file(&mut self, rel: &Path, data: &mut dyn Read, size: u64) -> Result<()> {
@@ -660,14 +660,7 @@ impl Sink for DirSink<'_> {
 /// Creates (or truncates) a file with mode 0644. Only paths inside the temporary directory
 /// reach here, and no link is ever created in it, so nothing can redirect the write.
 fn create_file(p: &Path) -> Result<fs::File> {
-    let mut o = fs::OpenOptions::new();
-    o.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        o.mode(0o644);
-    }
-    o.open(p).map_err(|e| Error::io(p, e))
+    crate::fsutil::create_file(p, Some(0o644)).map_err(|e| Error::io(p, e))
 }
 
 impl DirUnpacker {
@@ -698,7 +691,7 @@ impl DirUnpacker {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        fs::create_dir_all(&parent).map_err(|e| Error::io(&parent, e))?;
+        crate::fsutil::create_dir_all(&parent).map_err(|e| Error::io(&parent, e))?;
         let tmp = crate::fsutil::temp_dir_in(&parent, ".opship-unpack-")
             .map_err(|e| Error::io(&parent, e))?;
         Ok(DirUnpacker {
@@ -728,25 +721,22 @@ impl DirUnpacker {
             .filter(|(_, k)| **k == Kind::File)
             .map(|(p, _)| p.clone())
             .collect();
-        let tmp = self.tmp.keep();
-        let done = (|| {
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt;
-                fs::set_permissions(&tmp, fs::Permissions::from_mode(0o755))
-                    .map_err(|e| Error::io(&tmp, e))?;
-            }
-            if fs::symlink_metadata(&self.target).is_ok() {
-                // Empty when checked: remove_dir refuses if something appeared since.
-                fs::remove_dir(&self.target).map_err(|e| Error::io(&self.target, e))?;
-            }
-            crate::cleanup::commit(|| fs::rename(&tmp, &self.target))
-                .map_err(|e| Error::io(&self.target, e))
-        })();
-        if let Err(e) = done {
-            let _ = fs::remove_dir_all(&tmp);
-            return Err(e);
+        // The temporary stays registered (and is removed when dropped) until it is renamed:
+        // a signal up to the rename removes it.
+        let tmp = self.tmp.path().to_path_buf();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&tmp, fs::Permissions::from_mode(0o755))
+                .map_err(|e| Error::io(&tmp, e))?;
         }
+        if fs::symlink_metadata(&self.target).is_ok() {
+            // Empty when checked: remove_dir refuses if something appeared since.
+            fs::remove_dir(&self.target).map_err(|e| Error::io(&self.target, e))?;
+        }
+        crate::cleanup::commit(|| fs::rename(&tmp, &self.target))
+            .map_err(|e| Error::io(&self.target, e))?;
+        let _ = self.tmp.keep();
         Ok(files)
     }
 }
