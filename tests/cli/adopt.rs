@@ -1013,11 +1013,25 @@ fn submariner_generates_with_dappers_values() {
     let t = tempfile::tempdir().unwrap();
     let p = t.path().join("submariner");
     copy_dir(&shared_projects().join("submariner"), &p);
-    // As it is, make downloads `Makefile.dapper` even for a dry run; without network (as on
-    // this machine) that fails, and init says what to give instead.
+    // As it is, make would download `Makefile.dapper` even for a dry run: init refuses to run
+    // that rule, says so, and reads on without it.
     let r = run(opship()
         .current_dir(&p)
         .args(["init", "--from-operator-sdk"]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("make would remake the included makefile `Makefile.dapper` with `curl -sfLO https://raw.githubusercontent.com/submariner-io/shipyard/devel/Makefile.dapper`; opship's dry run refused it")
+            && r.stdout.contains("pass --run-make to let make run it"),
+        "{}",
+        r.stdout
+    );
+    assert!(!p.join("Makefile.dapper").exists());
+    std::fs::remove_file(p.join("opship.yaml")).unwrap();
+    // With --run-make, make downloads it; without network (as on this machine) that fails,
+    // and init says what to give instead.
+    let r = run(opship()
+        .current_dir(&p)
+        .args(["init", "--from-operator-sdk", "--run-make"]));
     if p.join("Makefile.dapper").exists() {
         let _ = std::fs::remove_file(p.join("opship.yaml"));
     } else {
@@ -1223,6 +1237,7 @@ gen.mk:\n\ttouch $(M)/include-gen\n\techo 'GEN = 1' > $@\n\
 bundle: pre other\n\
 \t+touch $(M)/bundle-plus\n\
 \t$(MAKE) post && touch $(M)/bundle-make\n\
+\t$(MAKE) post\n\
 \t${{MAKE}} other; touch $(M)/bundle-make-braces\n\
 \toperator-sdk generate kustomize manifests -q\n\
 \tkustomize build config/manifests | operator-sdk generate bundle -q --overwrite --version $(VERSION)\n\
@@ -1320,7 +1335,13 @@ fn upper_case_image_placeholders_pass_through() {
             .args(["-c", "opship.yaml", "generate", "bundle"]));
         assert_eq!(r.code, 0, "{img}: {}", r.stderr);
         let csv = std::fs::read_to_string(p.join(format!("bundle/{CSV_MEMCACHED}"))).unwrap();
-        assert!(csv.contains(&format!("image: {img}\n")), "{img}: {csv}");
+        // kustomize keeps the manifests' tag (`controller:latest`) unless the name has one.
+        let want = if img.contains(':') {
+            img.to_owned()
+        } else {
+            format!("{img}:latest")
+        };
+        assert!(csv.contains(&format!("image: {want}\n")), "{img}: {csv}");
     }
     // Not a placeholder, not a reference: IMG's own line, no speculation.
     let (_t, p) = copy("sdk-go-memcached");
@@ -1346,7 +1367,7 @@ fn upper_case_image_placeholders_pass_through() {
 fn other_placeholder_mappings_keep_their_image() {
     for (new_name, new_tag, want) in [
         ("quay.io/acme/admission", Some("main"), "quay.io/acme/admission:main"),
-        ("ghcr.io/acme/hook-backend", None, "ghcr.io/acme/hook-backend"),
+        ("ghcr.io/acme/hook-backend", None, "ghcr.io/acme/hook-backend:latest"),
     ] {
         let (_t, p) = copy("sdk-go-memcached");
         let backend = p.join("config/backend");

@@ -1408,7 +1408,10 @@ impl Recipe {
         );
         // What opship itself does not run: also what make did not run, unless --run-make let
         // make run it (a line marked `+` or holding `$(MAKE)`).
-        let ran = guard.seen();
+        let ran = match guard.recipes() {
+            crate::make::Recipes::Run => guard.seen(),
+            crate::make::Recipes::Refused => Vec::new(),
+        };
         let not_run = |text: &str| {
             if ran.iter().any(|r| r == text) {
                 "opship does not run it, but make ran it in its dry run (--run-make)"
