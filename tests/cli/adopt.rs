@@ -1296,12 +1296,20 @@ other: override MAKE := make\nother:\n\t$(MAKE) --version >/dev/null && touch $(
         );
     }
     // The report never says "not run" of what ran.
-    for l in r.stdout.lines().filter(|l| l.contains("opship does not run it")) {
+    for l in r
+        .stdout
+        .lines()
+        .filter(|l| l.contains("opship does not run it"))
+    {
         if l.contains(&m) {
             assert!(l.contains("make ran it in its dry run (--run-make)"), "{l}");
         }
     }
-    assert!(r.stdout.contains("make ran, with --run-make: `touch "), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("make ran, with --run-make: `touch "),
+        "{}",
+        r.stdout
+    );
     assert_ne!(report, r.stdout);
 }
 
@@ -1312,7 +1320,11 @@ other: override MAKE := make\nother:\n\t$(MAKE) --version >/dev/null && touch $(
 /// is refused citing IMG's own line, without guessing at an environment variable.
 #[test]
 fn upper_case_image_placeholders_pass_through() {
-    for img in ["REPLACE_IMAGE", "OPERATOR_IMAGE_PLACEHOLDER", "IMG-REPLACE-ME:latest"] {
+    for img in [
+        "REPLACE_IMAGE",
+        "OPERATOR_IMAGE_PLACEHOLDER",
+        "IMG-REPLACE-ME:latest",
+    ] {
         let (_t, p) = copy("sdk-go-memcached");
         let r = init_with(
             &p,
@@ -1321,7 +1333,8 @@ fn upper_case_image_placeholders_pass_through() {
         );
         assert_eq!(r.code, 0, "{img}: {}{}", r.stdout, r.stderr);
         assert!(
-            r.stdout.contains(&format!("the operator image `{img}` is a placeholder")),
+            r.stdout
+                .contains(&format!("the operator image `{img}` is a placeholder")),
             "{img}: {}",
             r.stdout
         );
@@ -1347,12 +1360,18 @@ fn upper_case_image_placeholders_pass_through() {
     let (_t, p) = copy("sdk-go-memcached");
     let r = init_with(
         &p,
-        &makefile("0.0.1", "Quay.io/Acme/Op:v1", "example.com/memcached-operator", ""),
+        &makefile(
+            "0.0.1",
+            "Quay.io/Acme/Op:v1",
+            "example.com/memcached-operator",
+            "",
+        ),
         &[],
     );
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(
-        r.stderr.contains("Makefile:16 (IMG), through the kustomize edit set image at Makefile:")
+        r.stderr
+            .contains("Makefile:16 (IMG), through the kustomize edit set image at Makefile:")
             && r.stderr.contains("must be lower-case")
             && !r.stderr.contains("environment variable"),
         "{}",
@@ -1366,8 +1385,16 @@ fn upper_case_image_placeholders_pass_through() {
 #[test]
 fn other_placeholder_mappings_keep_their_image() {
     for (new_name, new_tag, want) in [
-        ("quay.io/acme/admission", Some("main"), "quay.io/acme/admission:main"),
-        ("ghcr.io/acme/hook-backend", None, "ghcr.io/acme/hook-backend:latest"),
+        (
+            "quay.io/acme/admission",
+            Some("main"),
+            "quay.io/acme/admission:main",
+        ),
+        (
+            "ghcr.io/acme/hook-backend",
+            None,
+            "ghcr.io/acme/hook-backend:latest",
+        ),
     ] {
         let (_t, p) = copy("sdk-go-memcached");
         let backend = p.join("config/backend");
@@ -1387,8 +1414,11 @@ fn other_placeholder_mappings_keep_their_image() {
         .unwrap();
         let manifests = p.join("config/manifests/kustomization.yaml");
         let text = std::fs::read_to_string(&manifests).unwrap();
-        std::fs::write(&manifests, text.replace("- ../default\n", "- ../default\n- ../backend\n"))
-            .unwrap();
+        std::fs::write(
+            &manifests,
+            text.replace("- ../default\n", "- ../default\n- ../backend\n"),
+        )
+        .unwrap();
         let r = init_with(
             &p,
             &makefile(
@@ -1409,8 +1439,14 @@ fn other_placeholder_mappings_keep_their_image() {
         )
         .unwrap();
         let mut images = BTreeSet::new();
-        for d in csv["spec"]["install"]["spec"]["deployments"].as_array().unwrap() {
-            for c in d["spec"]["template"]["spec"]["containers"].as_array().unwrap() {
+        for d in csv["spec"]["install"]["spec"]["deployments"]
+            .as_array()
+            .unwrap()
+        {
+            for c in d["spec"]["template"]["spec"]["containers"]
+                .as_array()
+                .unwrap()
+            {
                 images.insert(format!(
                     "{}/{}",
                     d["name"].as_str().unwrap(),
@@ -1443,12 +1479,17 @@ fn a_kept_default_channel_is_not_reported_missing() {
         .unwrap();
         let r = init_with(
             &p,
-            &format!("bundle:\n\tkustomize build config/manifests | operator-sdk generate bundle -q {flags} --version 0.0.1\n"),
+            &format!(
+                "bundle:\n\tkustomize build config/manifests | operator-sdk generate bundle -q {flags} --version 0.0.1\n"
+            ),
             &["--set", "IMG=quay.io/acme/memcached-operator:v0.0.1"],
         );
         assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
         let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
-        assert!(cfg.contains(&format!("defaultChannel: {default}\n")), "{cfg}");
+        assert!(
+            cfg.contains(&format!("defaultChannel: {default}\n")),
+            "{cfg}"
+        );
         assert!(
             !cfg.contains("no default channel") && !r.stdout.contains("no default channel"),
             "{flags}: {cfg}\n{}",

@@ -172,8 +172,11 @@ impl Guard {
             let parts: Vec<String> = found
                 .iter()
                 .map(|(f, lines)| {
-                    let mut shown: Vec<String> =
-                        lines.iter().take(MAX_LINES).map(|n| n.to_string()).collect();
+                    let mut shown: Vec<String> = lines
+                        .iter()
+                        .take(MAX_LINES)
+                        .map(|n| n.to_string())
+                        .collect();
                     if lines.len() > MAX_LINES {
                         shown.push(format!("and {} more", lines.len() - MAX_LINES));
                     }
@@ -661,7 +664,18 @@ fn run(
     loop {
         if guard.recipes == Recipes::Run {
             // What the run will run, said before it runs.
-            let (_, _) = make_once(guard, Recipes::Refused, dir, flags, evals, vars, goals, shown, limits, &missing)?;
+            let (_, _) = make_once(
+                guard,
+                Recipes::Refused,
+                dir,
+                flags,
+                evals,
+                vars,
+                goals,
+                shown,
+                limits,
+                &missing,
+            )?;
             let will = guard.take_record();
             if !will.is_empty() {
                 tracing::warn!(
@@ -888,8 +902,8 @@ fn read_shells(
     names.sort();
     names.dedup();
     for n in &names {
-        let writable = n.chars().filter(|c| *c == '%').count() <= 1
-            && plain_target(&n.replace('%', "x"));
+        let writable =
+            n.chars().filter(|c| *c == '%').count() <= 1 && plain_target(&n.replace('%', "x"));
         if !writable && guard.recipes == Recipes::Refused {
             return Err(Error::Input(format!(
                 "the Makefile in {} gives the target `{n}` its own SHELL, which opship cannot replace to keep make from running its commands; read it with --run-make, which runs what `make -n` runs",
@@ -897,15 +911,19 @@ fn read_shells(
             )));
         }
     }
-    names.retain(|n| n.chars().filter(|c| *c == '%').count() <= 1 && plain_target(&n.replace('%', "x")));
+    names.retain(|n| {
+        n.chars().filter(|c| *c == '%').count() <= 1 && plain_target(&n.replace('%', "x"))
+    });
     Ok(names)
 }
 
 /// `SHELL = …`, `SHELL := …`, `SHELL += …` …: a definition of `SHELL` in make's database.
 fn sets_shell(definition: &str) -> bool {
-    definition
-        .strip_prefix("SHELL ")
-        .is_some_and(|r| ["=", ":=", "::=", "+=", "?=", "!="].iter().any(|op| r.starts_with(&format!("{op} ")) || r == *op))
+    definition.strip_prefix("SHELL ").is_some_and(|r| {
+        ["=", ":=", "::=", "+=", "?=", "!="]
+            .iter()
+            .any(|op| r.starts_with(&format!("{op} ")) || r == *op)
+    })
 }
 
 /// make's `FILE:LINE: INC: No such file or directory` … `*** [RULE: INC] Error N`: an
@@ -1311,12 +1329,22 @@ mod tests {
             (
                 "X = y\nall:\n\ttouch a\nifneq ($(X),z)\n  ifeq ($(X),y)\n\ttouch b $(X)\n  else\n\ttouch c\n  endif\n\ttouch d\nelse\n\ttouch e\nendif\n\ttouch f \\\n\t  g\n",
                 vec![],
-                vec![(3, "touch a"), (6, "touch b y"), (10, "touch d"), (14, "touch f \\\n  g")],
+                vec![
+                    (3, "touch a"),
+                    (6, "touch b y"),
+                    (10, "touch d"),
+                    (14, "touch f \\\n  g"),
+                ],
             ),
             (
                 "X = y\nall:\n\ttouch a\nifneq ($(X),z)\n  ifeq ($(X),y)\n\ttouch b $(X)\n  else\n\ttouch c\n  endif\n\ttouch d\nelse\n\ttouch e\nendif\n\ttouch f \\\n\t  g\n",
                 vec![("X", "w")],
-                vec![(3, "touch a"), (8, "touch c"), (10, "touch d"), (14, "touch f \\\n  g")],
+                vec![
+                    (3, "touch a"),
+                    (8, "touch c"),
+                    (10, "touch d"),
+                    (14, "touch f \\\n  g"),
+                ],
             ),
         ] {
             std::fs::write(d.path().join("Makefile"), makefile).unwrap();
@@ -1387,7 +1415,11 @@ mod tests {
         let r = dry_run(&guard(), d.path(), "all", &[]).unwrap();
         assert_eq!(r.steps.len(), 1, "{r:?}");
         assert_eq!(
-            (r.remade[0].target.as_str(), r.remade[0].location(), r.remade[0].text.as_str()),
+            (
+                r.remade[0].target.as_str(),
+                r.remade[0].location(),
+                r.remade[0].text.as_str()
+            ),
             ("env.mk", "Makefile:4".to_owned(), "false")
         );
         let run = Guard::new(Recipes::Run).unwrap();
@@ -1404,10 +1436,14 @@ mod tests {
     fn failures_quote_make() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("Makefile"), "all: missing\n\techo x\n").unwrap();
-        let e = dry_run(&guard(), d.path(), "all", &[]).unwrap_err().to_string();
+        let e = dry_run(&guard(), d.path(), "all", &[])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("No rule to make target 'missing'"), "{e}");
         std::fs::write(d.path().join("Makefile"), "X = $(X) y\nall:\n\techo $(X)\n").unwrap();
-        let e = dry_run(&guard(), d.path(), "all", &[]).unwrap_err().to_string();
+        let e = dry_run(&guard(), d.path(), "all", &[])
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("Makefile:1") && e.contains("references itself"),
             "{e}"

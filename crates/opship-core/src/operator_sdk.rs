@@ -454,9 +454,10 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     let img = match set_image.as_ref().map(|s| (s.image.clone(), s.at.clone())) {
         // The edit's image is IMG's value: said where IMG is set, and through which edit.
         Some((i, at)) => Some(match var("IMG") {
-            Some((v, from)) if v == i => {
-                (i, format!("{from}, through the kustomize edit set image at {at}"))
-            }
+            Some((v, from)) if v == i => (
+                i,
+                format!("{from}, through the kustomize edit set image at {at}"),
+            ),
             _ => (i, format!("{at} (kustomize edit set image)")),
         }),
         None => var("IMG"),
@@ -1397,7 +1398,8 @@ impl Recipe {
         })?;
         let mut r = Recipe::default();
         r.notes.extend(steps.missing.iter().map(|m| m.to_string()));
-        r.notes.extend(steps.remade.iter().map(|s| remade_note(guard, s)));
+        r.notes
+            .extend(steps.remade.iter().map(|s| remade_note(guard, s)));
         let steps = expand_sub_makes(
             guard,
             dir,
@@ -1615,7 +1617,10 @@ impl Recipe {
                     .unwrap_or_default();
                 r.notes.push(format!(
                     "{at}: the recipe also runs `{}`{dir} {}; {}",
-                    left.iter().map(|c| first_line(c)).collect::<Vec<_>>().join("`, `"),
+                    left.iter()
+                        .map(|c| first_line(c))
+                        .collect::<Vec<_>>()
+                        .join("`, `"),
                     if generated {
                         "after generation"
                     } else {
@@ -1796,7 +1801,8 @@ fn expand_sub_makes(
                         }
                     }
                     let own: Vec<_> = s.steps.into_iter().filter(|x| x.target == *t).collect();
-                    for (mut x, inner) in expand_sub_makes(guard, dir, own, &sub_vars, chain, notes) {
+                    for (mut x, inner) in expand_sub_makes(guard, dir, own, &sub_vars, chain, notes)
+                    {
                         // The commands are the calling recipe's own.
                         x.target = step.target.clone();
                         expanded.push((x, format!("{inner} (`make {t}` at {at})")));
@@ -2389,7 +2395,13 @@ mod tests {
             format!("bundle:\n\toperator-sdk generate bundle -q\n\t# a comment\n\t$(MAKE) post\npost:\n\techo {long} > f\n"),
         )
         .unwrap();
-        let r = Recipe::read(&crate::make::Guard::new(crate::make::Recipes::Refused).unwrap(), d.path(), "bundle", &[]).unwrap();
+        let r = Recipe::read(
+            &crate::make::Guard::new(crate::make::Recipes::Refused).unwrap(),
+            d.path(),
+            "bundle",
+            &[],
+        )
+        .unwrap();
         assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
         assert!(
             r.notes[0]
@@ -2417,11 +2429,17 @@ mod tests {
             .unwrap()
             .steps;
         let mut notes = Vec::new();
-        let got: Vec<(String, String, String)> =
-            expand_sub_makes(&guard, d.path(), steps, &[], &mut vec!["bundle".into()], &mut notes)
-                .into_iter()
-                .map(|(s, at)| (s.target, at, s.text))
-                .collect();
+        let got: Vec<(String, String, String)> = expand_sub_makes(
+            &guard,
+            d.path(),
+            steps,
+            &[],
+            &mut vec!["bundle".into()],
+            &mut notes,
+        )
+        .into_iter()
+        .map(|(s, at)| (s.target, at, s.text))
+        .collect();
         let s = |a: &str, b: &str, c: &str| (a.to_owned(), b.to_owned(), c.to_owned());
         assert_eq!(
             got,
@@ -2448,7 +2466,13 @@ mod tests {
             "bundle:\n\toperator-sdk generate bundle -q\n\t$(MAKE) post\npost: nothing-makes-this\n\techo post\n",
         )
         .unwrap();
-        let r = Recipe::read(&crate::make::Guard::new(crate::make::Recipes::Refused).unwrap(), d.path(), "bundle", &[]).unwrap();
+        let r = Recipe::read(
+            &crate::make::Guard::new(crate::make::Recipes::Refused).unwrap(),
+            d.path(),
+            "bundle",
+            &[],
+        )
+        .unwrap();
         assert!(
             r.notes.iter().any(|n| n
                 .starts_with("Makefile:3: the recipe's sub-make `make post` could not be dry-run")
