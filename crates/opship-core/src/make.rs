@@ -133,7 +133,7 @@ impl Guard {
 
     /// Where the makefiles make read call `$(shell ...)`, `$(file ...)` and `$(eval ...)`,
     /// which make evaluates while it reads them or expands a recipe (as `make bundle` does):
-    /// one line per makefile inside `dir`, `FILE: $(shell …) at lines 3, 12; …`.
+    /// one line per makefile make read, `FILE: make evaluated `$(shell …)` at lines 3, 12; …`.
     pub fn evaluated(&self, dir: &Path) -> Vec<String> {
         /// Line numbers listed per function.
         const MAX_LINES: usize = 12;
