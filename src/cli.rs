@@ -646,6 +646,11 @@ pub struct InitArgs {
     /// own make (`make -n`), which evaluates `$(shell ...)` as `make bundle` does.
     #[arg(long, value_name = "TARGET")]
     pub target: Option<String>,
+    /// When adopting: let make run what `make -n` runs in spite of -n (recipe lines marked
+    /// `+` or holding `$(MAKE)`, rules that remake included makefiles), each named in a
+    /// warning first. Without it, make's dry run records them and runs none.
+    #[arg(long)]
+    pub run_make: bool,
     /// Where to write the config (default: opship.yaml, in DIR when adopting).
     #[arg(long)]
     pub path: Option<PathBuf>,

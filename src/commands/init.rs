@@ -61,6 +61,7 @@ fn adopt(args: &InitArgs, dir: &Path) -> Result<ExitStatus, CmdError> {
         manifests: args.manifests.clone(),
         make_vars,
         target: args.target.clone(),
+        run_make: args.run_make,
     })?;
     let text = operator_sdk::config_text(&adoption)?;
     opship_core::fsutil::write_atomic(&path, text.as_bytes())?;

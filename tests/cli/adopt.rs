@@ -1013,11 +1013,25 @@ fn submariner_generates_with_dappers_values() {
     let t = tempfile::tempdir().unwrap();
     let p = t.path().join("submariner");
     copy_dir(&shared_projects().join("submariner"), &p);
-    // As it is, make downloads `Makefile.dapper` even for a dry run; without network (as on
-    // this machine) that fails, and init says what to give instead.
+    // As it is, make would download `Makefile.dapper` even for a dry run: init refuses to run
+    // that rule, says so, and reads on without it.
     let r = run(opship()
         .current_dir(&p)
         .args(["init", "--from-operator-sdk"]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("make would remake the included makefile `Makefile.dapper` with `curl -sfLO https://raw.githubusercontent.com/submariner-io/shipyard/devel/Makefile.dapper`; opship's dry run refused it")
+            && r.stdout.contains("pass --run-make to let make run it"),
+        "{}",
+        r.stdout
+    );
+    assert!(!p.join("Makefile.dapper").exists());
+    std::fs::remove_file(p.join("opship.yaml")).unwrap();
+    // With --run-make, make downloads it; without network (as on this machine) that fails,
+    // and init says what to give instead.
+    let r = run(opship()
+        .current_dir(&p)
+        .args(["init", "--from-operator-sdk", "--run-make"]));
     if p.join("Makefile.dapper").exists() {
         let _ = std::fs::remove_file(p.join("opship.yaml"));
     } else {
@@ -1199,4 +1213,287 @@ fn directory_flags_and_ambiguous_bundle_targets() {
         "{}",
         r.stderr
     );
+}
+
+/// Issue 33, item 5: `init` (plain, in a directory with `PROJECT`) runs nothing of the
+/// Makefile but what make evaluates to read it (`$(shell …)`, `$(file …)`, `$(eval …)`, listed
+/// as such): no recipe line marked `+` or holding `$(MAKE)`/`${MAKE}`, in the bundle target,
+/// its prerequisites or its sub-makes, and no rule remaking an included makefile, also when a
+/// target or a pattern sets its own SHELL or the Makefile overrides SHELL or MAKE. With
+/// `--run-make` they run, each named in a warning first, and the report says they ran.
+#[test]
+fn init_runs_no_recipe_unless_run_make() {
+    let (_t, p) = copy("sdk-go-memcached");
+    let m = p.join("markers");
+    std::fs::create_dir(&m).unwrap();
+    let m = m.display().to_string();
+    let makefile = format!(
+        "override SHELL := /bin/sh\n.SHELLFLAGS = -ec\nM = {m}\n\
+VERSION := $(shell echo 0.0.1)\n$(eval CHANNEL := alpha)\n$(file >$(M)/evaluated-file,x)\n\
+include gen.mk\n-include opt.mk\n\
+gen.mk:\n\ttouch $(M)/include-gen\n\techo 'GEN = 1' > $@\n\
+%.mk: SHELL = /bin/bash\nopt.mk:\n\t+touch $(M)/include-opt\n\
+.PHONY: bundle pre post other\n\
+bundle: pre other\n\
+\t+touch $(M)/bundle-plus\n\
+\t$(MAKE) post && touch $(M)/bundle-make\n\
+\t$(MAKE) post\n\
+\t${{MAKE}} other; touch $(M)/bundle-make-braces\n\
+\toperator-sdk generate kustomize manifests -q\n\
+\tkustomize build config/manifests | operator-sdk generate bundle -q --overwrite --version $(VERSION)\n\
+pre: SHELL := /bin/bash\npre:\n\t+touch $(M)/pre-plus\n\t@$(MAKE) -s post; touch $(M)/pre-make\n\
+post:\n\t+touch $(M)/sub-plus\n\techo post\n\
+other: override MAKE := make\nother:\n\t$(MAKE) --version >/dev/null && touch $(M)/sub-override-make\n"
+    );
+    std::fs::write(p.join("Makefile"), &makefile).unwrap();
+    let markers = |m: &str| -> BTreeSet<String> {
+        std::fs::read_dir(m)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    let r = run(opship().current_dir(&p).arg("init"));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    // Only what make evaluates to read the Makefile ran: `$(file …)`.
+    assert_eq!(markers(&m), set(&["evaluated-file"]), "{}", r.stdout);
+    assert!(!p.join("gen.mk").exists() && !p.join("opt.mk").exists());
+    // Listed: what make evaluated, and each command as not run (by make either).
+    for want in [
+        "Makefile: make evaluated `$(shell …)` at line 4; `$(eval …)` at line 5; `$(file …)` at line 6",
+        "Makefile:10: make would remake the included makefile `gen.mk` with `touch ",
+        "Makefile:14: make would remake the included makefile `opt.mk` with `touch ",
+        "the recipe runs `touch ",
+        "pre-plus` before generation; opship does not run it",
+    ] {
+        assert!(r.stdout.contains(want), "{want}\n{}", r.stdout);
+    }
+    assert!(!r.stdout.contains("make ran it"), "{}", r.stdout);
+    assert!(!r.stderr.contains("--run-make:"), "{}", r.stderr);
+    let report = r.stdout;
+
+    // --run-make: each runs, named in a warning first.
+    std::fs::remove_file(p.join("opship.yaml")).unwrap();
+    std::fs::remove_file(p.join("markers/evaluated-file")).unwrap();
+    let r = run(opship().current_dir(&p).args(["init", "--run-make"]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let ran = markers(&m);
+    for name in [
+        "bundle-plus",
+        "bundle-make",
+        "bundle-make-braces",
+        "pre-plus",
+        "pre-make",
+        "sub-plus",
+        "include-gen",
+        "include-opt",
+        "sub-override-make",
+    ] {
+        assert!(ran.contains(name), "{name} not run: {ran:?}");
+        assert!(
+            r.stderr.contains("--run-make:") && r.stderr.contains(&format!("/{name}")),
+            "{name} not named in a warning: {}",
+            r.stderr
+        );
+    }
+    // The report never says "not run" of what ran.
+    for l in r
+        .stdout
+        .lines()
+        .filter(|l| l.contains("opship does not run it"))
+    {
+        if l.contains(&m) {
+            assert!(l.contains("make ran it in its dry run (--run-make)"), "{l}");
+        }
+    }
+    assert!(
+        r.stdout.contains("make ran, with --run-make: `touch "),
+        "{}",
+        r.stdout
+    );
+    assert_ne!(report, r.stdout);
+}
+
+/// Issue 33, item 12: an upper-case placeholder as IMG (`REPLACE_IMAGE` and other spellings),
+/// which make, kustomize and operator-sdk pass through into the bundle, is adopted as no image
+/// chosen: the recipe's edit writes it into the manifests as it is, `generate` writes it as
+/// operator-sdk does, and the report says so. A value that is no reference and no placeholder
+/// is refused citing IMG's own line, without guessing at an environment variable.
+#[test]
+fn upper_case_image_placeholders_pass_through() {
+    for img in [
+        "REPLACE_IMAGE",
+        "OPERATOR_IMAGE_PLACEHOLDER",
+        "IMG-REPLACE-ME:latest",
+    ] {
+        let (_t, p) = copy("sdk-go-memcached");
+        let r = init_with(
+            &p,
+            &makefile("0.0.1", img, "example.com/memcached-operator", ""),
+            &[],
+        );
+        assert_eq!(r.code, 0, "{img}: {}{}", r.stdout, r.stderr);
+        assert!(
+            r.stdout
+                .contains(&format!("the operator image `{img}` is a placeholder")),
+            "{img}: {}",
+            r.stdout
+        );
+        let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
+        assert!(
+            cfg.contains(&format!("set image controller={img}")) && !cfg.contains("\noperator:"),
+            "{img}: {cfg}"
+        );
+        let r = run(opship()
+            .current_dir(&p)
+            .args(["-c", "opship.yaml", "generate", "bundle"]));
+        assert_eq!(r.code, 0, "{img}: {}", r.stderr);
+        let csv = std::fs::read_to_string(p.join(format!("bundle/{CSV_MEMCACHED}"))).unwrap();
+        // kustomize keeps the manifests' tag (`controller:latest`) unless the name has one.
+        let want = if img.contains(':') {
+            img.to_owned()
+        } else {
+            format!("{img}:latest")
+        };
+        assert!(csv.contains(&format!("image: {want}\n")), "{img}: {csv}");
+    }
+    // Not a placeholder, not a reference: IMG's own line, no speculation.
+    let (_t, p) = copy("sdk-go-memcached");
+    let r = init_with(
+        &p,
+        &makefile(
+            "0.0.1",
+            "Quay.io/Acme/Op:v1",
+            "example.com/memcached-operator",
+            "",
+        ),
+        &[],
+    );
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("Makefile:16 (IMG), through the kustomize edit set image at Makefile:")
+            && r.stderr.contains("must be lower-case")
+            && !r.stderr.contains("environment variable"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// Issue 33, item 11: a kustomization that maps the placeholder name to an image of its own
+/// (a webhook backend built from `controller`) keeps it; only the kustomization the recipe's
+/// `kustomize edit set image controller=…` edits carries the operator's image.
+#[test]
+fn other_placeholder_mappings_keep_their_image() {
+    for (new_name, new_tag, want) in [
+        (
+            "quay.io/acme/admission",
+            Some("main"),
+            "quay.io/acme/admission:main",
+        ),
+        (
+            "ghcr.io/acme/hook-backend",
+            None,
+            "ghcr.io/acme/hook-backend:latest",
+        ),
+    ] {
+        let (_t, p) = copy("sdk-go-memcached");
+        let backend = p.join("config/backend");
+        std::fs::create_dir_all(&backend).unwrap();
+        std::fs::write(
+            backend.join("deployment.yaml"),
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: hook-backend\n  namespace: system\nspec:\n  selector:\n    matchLabels:\n      app: hook-backend\n  template:\n    metadata:\n      labels:\n        app: hook-backend\n    spec:\n      containers:\n      - name: backend\n        image: controller:latest\n",
+        )
+        .unwrap();
+        std::fs::write(
+            backend.join("kustomization.yaml"),
+            format!(
+                "resources:\n- deployment.yaml\nimages:\n- name: controller\n  newName: {new_name}\n{}",
+                new_tag.map(|t| format!("  newTag: {t}\n")).unwrap_or_default()
+            ),
+        )
+        .unwrap();
+        let manifests = p.join("config/manifests/kustomization.yaml");
+        let text = std::fs::read_to_string(&manifests).unwrap();
+        std::fs::write(
+            &manifests,
+            text.replace("- ../default\n", "- ../default\n- ../backend\n"),
+        )
+        .unwrap();
+        let r = init_with(
+            &p,
+            &makefile(
+                "0.0.1",
+                "quay.io/acme/memcached-operator:v0.0.1",
+                "quay.io/acme/memcached-operator",
+                "",
+            ),
+            &[],
+        );
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+        let r = run(opship()
+            .current_dir(&p)
+            .args(["-c", "opship.yaml", "generate", "bundle"]));
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let csv: serde_json::Value = serde_saphyr::from_str(
+            &std::fs::read_to_string(p.join(format!("bundle/{CSV_MEMCACHED}"))).unwrap(),
+        )
+        .unwrap();
+        let mut images = BTreeSet::new();
+        for d in csv["spec"]["install"]["spec"]["deployments"]
+            .as_array()
+            .unwrap()
+        {
+            for c in d["spec"]["template"]["spec"]["containers"]
+                .as_array()
+                .unwrap()
+            {
+                images.insert(format!(
+                    "{}/{}",
+                    d["name"].as_str().unwrap(),
+                    c["image"].as_str().unwrap()
+                ));
+            }
+        }
+        assert_eq!(
+            images,
+            set(&[
+                &format!("hook-backend/{want}"),
+                "memcached-operator-controller-manager/quay.io/acme/memcached-operator:v0.0.1",
+            ]),
+            "{new_name}"
+        );
+    }
+}
+
+/// Issue 33, item 14: a default channel kept from the committed metadata (`--manifests` alone,
+/// `--overwrite=false`) is not also reported missing.
+#[test]
+fn a_kept_default_channel_is_not_reported_missing() {
+    for (flags, default) in [("--manifests", "stable-v2"), ("--overwrite=false", "fast")] {
+        let (_t, p) = copy("sdk-go-memcached");
+        std::fs::create_dir_all(p.join("bundle/metadata")).unwrap();
+        std::fs::write(
+            p.join("bundle/metadata/annotations.yaml"),
+            format!("annotations:\n  operators.operatorframework.io.bundle.package.v1: memcached-operator\n  operators.operatorframework.io.bundle.channels.v1: {default},beta\n  operators.operatorframework.io.bundle.channel.default.v1: {default}\n"),
+        )
+        .unwrap();
+        let r = init_with(
+            &p,
+            &format!(
+                "bundle:\n\tkustomize build config/manifests | operator-sdk generate bundle -q {flags} --version 0.0.1\n"
+            ),
+            &["--set", "IMG=quay.io/acme/memcached-operator:v0.0.1"],
+        );
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+        let cfg = std::fs::read_to_string(p.join("opship.yaml")).unwrap();
+        assert!(
+            cfg.contains(&format!("defaultChannel: {default}\n")),
+            "{cfg}"
+        );
+        assert!(
+            !cfg.contains("no default channel") && !r.stdout.contains("no default channel"),
+            "{flags}: {cfg}\n{}",
+            r.stdout
+        );
+    }
 }

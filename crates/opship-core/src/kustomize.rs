@@ -11,7 +11,9 @@
 //! kustomization of the copy that still maps the placeholder elsewhere (the `images:` entry an
 //! earlier `make bundle` left behind) has that entry set back to the placeholder, as the same
 //! edit would (also with only `kubectl kustomize`): generation then puts the release's
-//! operator image there. An edit scoped to one kustomization never touches the samples, as a top-level
+//! operator image there. When edits set the placeholder's image, only the kustomizations they
+//! edit are the operator's: another one mapping the placeholder to its own image (a webhook
+//! backend's) keeps it. An edit scoped to one kustomization never touches the samples, as a top-level
 //! `images:` over the whole build would.
 
 use std::ffi::OsString;
@@ -157,8 +159,19 @@ pub fn build_with(
             // What is mapped after the recipe's edits (an earlier `make bundle`'s leftovers).
             let mut after = Tree::default();
             visit(&copy.map(dir), Some(p), &mut after)?;
+            // The operator's mappings are the ones the recipe's own `set image P=…` sets, in
+            // the kustomizations it edits: another kustomization mapping the placeholder
+            // elsewhere (a webhook backend built from `controller` into its own image) keeps
+            // its image. Without such an edit, a leftover mapping is the operator's.
+            let own: BTreeSet<PathBuf> = edits
+                .iter()
+                .filter(|e| sets_image_of(&e.args, p))
+                .filter_map(|e| std::fs::canonicalize(copy.map(&e.dir)).ok())
+                .collect();
             for d in &after.aliased {
-                map_back(d, p)?;
+                if own.is_empty() || own.contains(d) {
+                    map_back(d, p)?;
+                }
             }
         }
         copy.map(dir)
@@ -221,6 +234,16 @@ fn envsubst_run(stream: &[u8], vars: &BTreeMap<String, String>) -> Result<Vec<u8
         )));
     }
     Ok(out.stdout)
+}
+
+/// Whether `kustomize edit ARGS` is `set image NAME=…` for `name`.
+fn sets_image_of(args: &[String], name: &str) -> bool {
+    args.len() > 2
+        && args[0] == "set"
+        && args[1] == "image"
+        && args[2..]
+            .iter()
+            .any(|a| a.split_once('=').is_some_and(|(n, _)| n == name))
 }
 
 /// In the copy's kustomization `dir`, the `images:` entries of `placeholder` set back to it,

@@ -134,6 +134,32 @@ pub fn repository_path_component(c: &str) -> bool {
     true
 }
 
+/// Whether `s` is an upper-case image placeholder (`REPLACE_IMAGE`, `IMAGE_PLACEHOLDER`,
+/// `OPERATOR-IMG`, optionally with a tag: `REPLACE_ME:latest`): a project's `IMG` that make,
+/// kustomize and operator-sdk pass through into the bundle unchanged, for a later step of its
+/// pipeline to replace. No registry takes an upper-case repository, so such a name never
+/// stands for a pullable image; `generate` writes it as operator-sdk does (and `validate`
+/// reports it under BND007, as not releasable yet).
+pub fn is_image_placeholder(s: &str) -> bool {
+    let (name, tag) = match s.split_once(':') {
+        Some((n, t)) => (n, Some(t)),
+        None => (s, None),
+    };
+    let name_ok = !name.is_empty()
+        && name.len() <= 128
+        && name.starts_with(|c: char| c.is_ascii_uppercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_' || c == '-');
+    let tag_ok = tag.is_none_or(|t| {
+        !t.is_empty()
+            && t.len() <= 128
+            && t.bytes().next().is_some_and(is_word)
+            && t.bytes().all(|c| is_word(c) || c == b'.' || c == b'-')
+    });
+    name_ok && tag_ok
+}
+
 /// Why `s` is not an image reference `docker/distribution`'s `ParseNormalizedNamed` accepts,
 /// or `None`: what `generate` refuses to write and rule BND007 reports.
 pub fn image_reference_problem(s: &str) -> Option<String> {
@@ -346,6 +372,34 @@ pub fn label_value_problem(s: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn image_placeholders() {
+        for p in [
+            "REPLACE_IMAGE",
+            "IMAGE_PLACEHOLDER",
+            "OPERATOR-IMG",
+            "IMG2",
+            "REPLACE_ME:latest",
+        ] {
+            assert!(is_image_placeholder(p), "{p}");
+            assert!(image_reference_problem(p).is_some(), "{p}");
+        }
+        for p in [
+            "",
+            "controller",
+            "Replace_Image",
+            "quay.io/REPLACE",
+            "REPLACE/IMAGE",
+            "_IMG",
+            "IMG:",
+            "IMG:-x",
+            "IMG@sha256:00",
+            "REPLACE IMAGE",
+        ] {
+            assert!(!is_image_placeholder(p), "{p}");
+        }
+    }
 
     #[test]
     fn pullspecs() {

@@ -23,6 +23,9 @@ pub struct Request {
     pub make_vars: Vec<(String, String)>,
     /// The Makefile target that makes the bundle (default `bundle`).
     pub target: Option<String>,
+    /// Let make run what its dry run forces (recipe lines marked `+` or holding `$(MAKE)`,
+    /// rules that remake included makefiles), warning first; refused by default.
+    pub run_make: bool,
 }
 
 /// One setting and where it came from.
@@ -175,9 +178,16 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         ));
     }
 
+    // Every make run goes through one guard: what it refused or ran is reported.
+    let guard = crate::make::Guard::new(if req.run_make {
+        crate::make::Recipes::Run
+    } else {
+        crate::make::Recipes::Refused
+    })?;
     // What the bundle recipe runs, as the project's own make prints it.
     let recipe = if has_makefile {
         Some(Recipe::read(
+            &guard,
             dir,
             req.target.as_deref().unwrap_or("bundle"),
             &req.make_vars,
@@ -190,7 +200,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         && let Some(r) = &recipe
         && r.flags.is_none()
     {
-        let others: Vec<String> = bundle_targets(dir, &req.make_vars)
+        let others: Vec<String> = bundle_targets(&guard, dir, &req.make_vars)
             .generating
             .into_iter()
             .filter(|t| t != "bundle")
@@ -205,7 +215,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     // The variables the recipe does not show, as make holds them once the Makefile is read.
     let db = if has_makefile {
         let target = req.target.as_deref().unwrap_or("bundle");
-        let db = crate::make::inspect(dir, MAKE_VARIABLES, &req.make_vars, Some(target))?;
+        let db = crate::make::inspect(&guard, dir, MAKE_VARIABLES, &req.make_vars, Some(target))?;
         // Repeats of the recipe's notes are dropped with the others' at the end.
         to_decide.extend(db.missing.iter().map(|m| m.to_string()));
         Some(db)
@@ -432,11 +442,6 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         });
         c
     });
-    if default_channel.is_none() {
-        to_decide.push(
-            "no default channel (operator-sdk sets one only with --default-channel): set defaultChannel if the package needs one".into(),
-        );
-    }
 
     // Operator image: IMG, unless it is kubebuilder's placeholder default; then the image
     // config/manager already maps the placeholder to.
@@ -447,7 +452,14 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         .unwrap_or_else(|| "controller".to_owned());
     let set_image = recipe.as_ref().and_then(|r| r.set_image.clone());
     let img = match set_image.as_ref().map(|s| (s.image.clone(), s.at.clone())) {
-        Some((i, at)) => Some((i, format!("{at} (kustomize edit set image)"))),
+        // The edit's image is IMG's value: said where IMG is set, and through which edit.
+        Some((i, at)) => Some(match var("IMG") {
+            Some((v, from)) if v == i => (
+                i,
+                format!("{from}, through the kustomize edit set image at {at}"),
+            ),
+            _ => (i, format!("{at} (kustomize edit set image)")),
+        }),
         None => var("IMG"),
     }
     .filter(|(i, _)| i != DEFAULT_IMG && !i.is_empty());
@@ -458,6 +470,12 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     let image = match img {
         Some(i) => Some(i),
         None => manager_image(&dir.join(&manager_dir), &placeholder)?,
+    };
+    // An upper-case placeholder (`IMG ?= REPLACE_IMAGE`) is no image chosen: the recipe's
+    // edit writes it into the manifests as it is, and so does opship.
+    let (image, placeholder_image) = match image {
+        Some((i, from)) if crate::naming::is_image_placeholder(&i) => (None, Some((i, from))),
+        other => (other, None),
     };
     let operator = match image {
         Some((reference, from)) => {
@@ -497,9 +515,15 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
             })
         }
         None => {
-            to_decide.push(format!(
-                "no operator image: IMG is {DEFAULT_IMG} and {manager_dir} maps `{placeholder}` to nothing; set operator.image (or pass --operator-image)"
-            ));
+            to_decide.push(match &placeholder_image {
+                Some((i, from)) => format!(
+                    "{from}: the operator image `{i}` is a placeholder, which the recipe writes into the manifests as it is for a later step to replace; so does opship (the bundle carries `{i}`, which validate reports as no image reference until it is replaced). To have opship write the release's image there, set operator.image, with operator.placeholder: {}",
+                    crate::config::split_tag(i).0
+                ),
+                None => format!(
+                    "no operator image: IMG is {DEFAULT_IMG} and {manager_dir} maps `{placeholder}` to nothing; set operator.image (or pass --operator-image)"
+                ),
+            });
             None
         }
     };
@@ -633,9 +657,11 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     let mut envsubst = None;
     {
         // A build that fails here fails `generate` too: said now, with kustomize's message.
+        // As `generate` builds it: the placeholder is kept only for an operator image to
+        // replace.
         let objects = crate::manifest::load_with(
             &crate::manifest::Source::Path(manifests_dir.clone()),
-            Some(&placeholder),
+            operator.as_ref().map(|_| placeholder.as_str()),
             &resolved_edits,
             None,
         )?;
@@ -664,6 +690,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
                 .collect();
             let values = if has_makefile && !asked.is_empty() {
                 Some(crate::make::inspect(
+                    &guard,
                     dir,
                     &asked,
                     &req.make_vars,
@@ -771,6 +798,13 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         }
     }
 
+    // Said once the committed metadata kept by `--manifests` had its say: it may name one.
+    if default_channel.is_none() {
+        to_decide.push(
+            "no default channel (operator-sdk sets one only with --default-channel): set defaultChannel if the package needs one".into(),
+        );
+    }
+
     // The recipe's sed/yq edits that opship has a setting for.
     let mut releases = releases;
     let mut display_name = None;
@@ -844,6 +878,19 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
             from: from_text.clone(),
             to,
         });
+    }
+    if has_makefile {
+        to_decide.extend(guard.evaluated(dir));
+        let ran = guard.seen();
+        if req.run_make && !ran.is_empty() {
+            to_decide.push(format!(
+                "make ran, with --run-make: {}",
+                ran.iter()
+                    .map(|c| format!("`{}`", first_line(c)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
     }
     // The same note can come from the recipe's dry run and from make's database.
     let mut seen = std::collections::HashSet::new();
@@ -1332,10 +1379,15 @@ struct Recipe {
 }
 
 impl Recipe {
-    fn read(dir: &Path, target: &str, vars: &[(String, String)]) -> Result<Recipe> {
-        let steps = crate::make::dry_run(dir, target, vars).map_err(|e| match e {
+    fn read(
+        guard: &crate::make::Guard,
+        dir: &Path,
+        target: &str,
+        vars: &[(String, String)],
+    ) -> Result<Recipe> {
+        let steps = crate::make::dry_run(guard, dir, target, vars).map_err(|e| match e {
             Error::Input(m) if m.contains(&format!("No rule to make target '{target}'")) => {
-                let c = bundle_targets(dir, vars).candidates();
+                let c = bundle_targets(guard, dir, vars).candidates();
                 Error::Input(if c.is_empty() {
                     format!("{m}\nthe Makefile has no `{target}` target; name the one that makes the bundle with --target")
                 } else {
@@ -1346,13 +1398,29 @@ impl Recipe {
         })?;
         let mut r = Recipe::default();
         r.notes.extend(steps.missing.iter().map(|m| m.to_string()));
+        r.notes
+            .extend(steps.remade.iter().map(|s| remade_note(guard, s)));
         let steps = expand_sub_makes(
+            guard,
             dir,
             steps.steps,
             vars,
             &mut vec![target.to_owned()],
             &mut r.notes,
         );
+        // What opship itself does not run: also what make did not run, unless --run-make let
+        // make run it (a line marked `+` or holding `$(MAKE)`).
+        let ran = match guard.recipes() {
+            crate::make::Recipes::Run => guard.seen(),
+            crate::make::Recipes::Refused => Vec::new(),
+        };
+        let not_run = |text: &str| {
+            if ran.iter().any(|r| r == text) {
+                "opship does not run it, but make ran it in its dry run (--run-make)"
+            } else {
+                "opship does not run it"
+            }
+        };
         // Prerequisites that install a tool (`kustomize`, `operator-sdk`: their commands name
         // `…/bin/kustomize`) are not part of what the recipe does to the bundle.
         let installers: std::collections::BTreeSet<String> = steps
@@ -1381,7 +1449,8 @@ impl Recipe {
                 }
             };
             let mut cd: Option<String> = None;
-            let mut uses = false;
+            // Which commands of the line opship reads (a `cd` only says where the next run).
+            let mut handled = vec![false; cmds.len()];
             for (i, c) in cmds.iter().enumerate() {
                 let w = &c.words;
                 if c.joint == crate::shell::Joint::Start {
@@ -1389,14 +1458,14 @@ impl Recipe {
                 }
                 if w.first().map(String::as_str) == Some("cd") {
                     cd = w.get(1).cloned();
-                    uses = true;
+                    handled[i] = true;
                     continue;
                 }
                 if let Some(g) = w.iter().position(|x| x == "generate")
                     && let Some(b) = w[g + 1..].iter().position(|x| !x.starts_with('-'))
                     && w[g + 1 + b] == "bundle"
                 {
-                    uses = true;
+                    handled[i] = true;
                     generated = true;
                     // Global flags between `generate` and `bundle` (`--verbose`) change nothing.
                     let flags = GenFlags::from_words(&w[g + 2 + b..], &at);
@@ -1415,6 +1484,7 @@ impl Recipe {
                     let mut j = i;
                     while j > 0 && cmds[j].joint == crate::shell::Joint::Pipe {
                         j -= 1;
+                        handled[j] = true;
                         let p = &cmds[j].words;
                         if let Some(k) = p.iter().position(|x| x == "build")
                             && k > 0
@@ -1428,8 +1498,9 @@ impl Recipe {
                             r.envsubst = Some(at.clone());
                         } else if !p.is_empty() {
                             r.notes.push(format!(
-                                "{at}: the recipe pipes the build through `{}` before operator-sdk; opship does not run it",
-                                p.join(" ")
+                                "{at}: the recipe pipes the build through `{}` before operator-sdk; {}",
+                                p.join(" "),
+                                not_run(&step.text)
                             ));
                         }
                     }
@@ -1443,11 +1514,11 @@ impl Recipe {
                         .find(|x| !x.starts_with('-'))
                         .is_some_and(|x| x == "kustomize")
                 {
-                    uses = true;
+                    handled[i] = true;
                     continue;
                 }
                 if w.len() >= 2 && is_kustomize(&w[0]) && w[1] == "edit" {
-                    uses = true;
+                    handled[i] = true;
                     let dir = cd.clone().unwrap_or_else(|| ".".into());
                     if w.len() >= 4 && w[2] == "set" && w[3] == "image" {
                         for arg in &w[4..] {
@@ -1472,7 +1543,7 @@ impl Recipe {
                 if cmds.len() == 1
                     && let Some((key, value)) = setting_edit(w)
                 {
-                    uses = true;
+                    handled[i] = true;
                     r.settings.push((key, value, at.clone()));
                     continue;
                 }
@@ -1481,7 +1552,7 @@ impl Recipe {
                     && cmds.len() == 1
                     && let Some(subs) = substitution_edit(w)
                 {
-                    uses = true;
+                    handled[i] = true;
                     for (from, to) in subs {
                         r.substitutions.push((from, to, at.clone()));
                     }
@@ -1496,7 +1567,7 @@ impl Recipe {
                         == 1
                     && let Some(sources) = copied_into_manifests(w)
                 {
-                    uses = true;
+                    handled[i] = true;
                     for s in sources {
                         let path = match &cd {
                             Some(d) if !s.starts_with('/') => {
@@ -1513,7 +1584,7 @@ impl Recipe {
                     && let Some((_, f)) =
                         c.assignments.iter().find(|(k, _)| k == "BUNDLE_GEN_FLAGS")
                 {
-                    uses = true;
+                    handled[i] = true;
                     r.flags = Some(GenFlags::parse(f, &format!("{at}: BUNDLE_GEN_FLAGS")));
                     r.notes.push(format!(
                         "{at}: the bundle is generated by `{}`, which opship does not read; its BUNDLE_GEN_FLAGS are used",
@@ -1521,27 +1592,64 @@ impl Recipe {
                     ));
                 }
             }
-            if uses || step.text.contains("bundle validate") {
+            // What the line runs that opship neither reads nor runs.
+            let left: Vec<String> = cmds
+                .iter()
+                .zip(&handled)
+                .filter(|(c, h)| !**h && !c.words.is_empty())
+                .map(|(c, _)| c.words.join(" "))
+                .collect();
+            if left.is_empty() || step.text.contains("bundle validate") {
                 continue;
             }
-            if let Some(sub) = step.sub_make() {
+            // A line opship reads in part (`cd D && kustomize edit … && rm -rf F && kustomize
+            // create …`) names the rest; a `cd` alone is no part read.
+            let partly = cmds
+                .iter()
+                .zip(&handled)
+                .any(|(c, h)| *h && c.words.first().is_some_and(|w| w != "cd"));
+            if partly {
+                let dir = cmds
+                    .iter()
+                    .find(|c| c.words.first().is_some_and(|w| w == "cd"))
+                    .and_then(|c| c.words.get(1))
+                    .map(|d| format!(" (in {d})"))
+                    .unwrap_or_default();
                 r.notes.push(format!(
-                    "{at}: the recipe runs `make {sub}` {}; opship does not run it",
+                    "{at}: the recipe also runs `{}`{dir} {}; {}",
+                    left.iter()
+                        .map(|c| first_line(c))
+                        .collect::<Vec<_>>()
+                        .join("`, `"),
                     if generated {
                         "after generation"
                     } else {
                         "before generation"
-                    }
+                    },
+                    not_run(&step.text)
+                ));
+                continue;
+            }
+            if let Some(sub) = step.sub_make() {
+                r.notes.push(format!(
+                    "{at}: the recipe runs `make {sub}` {}; {}",
+                    if generated {
+                        "after generation"
+                    } else {
+                        "before generation"
+                    },
+                    not_run(&step.text)
                 ));
             } else if step.target == target || generated {
                 r.notes.push(format!(
-                    "{at}: the recipe runs `{}` {}; opship does not run it",
+                    "{at}: the recipe runs `{}` {}; {}",
                     first_line(&step.text),
                     if generated {
                         "after generation"
                     } else {
                         "before generation"
-                    }
+                    },
+                    not_run(&step.text)
                 ));
             } else if !step.target.contains('/')
                 && !step.target.starts_with('.')
@@ -1551,9 +1659,10 @@ impl Recipe {
                 // rendered into a kustomization) are part of what `make bundle` does; a file
                 // target (`bin/kustomize`, a tool download) is not.
                 r.notes.push(format!(
-                    "{at}: the prerequisite `{}` runs `{}` before generation; opship does not run it",
+                    "{at}: the prerequisite `{}` runs `{}` before generation; {}",
                     step.target,
-                    first_line(&step.text)
+                    first_line(&step.text),
+                    not_run(&step.text)
                 ));
             }
         }
@@ -1565,8 +1674,13 @@ impl Recipe {
             .or(images.first())
             .cloned();
         // The operator's image keeps the placeholder, which generation replaces with the
-        // release's image; every other edit runs as the recipe wrote it.
-        if let Some(op) = &r.set_image {
+        // release's image; every other edit runs as the recipe wrote it, and so does the
+        // operator's when its image is itself a placeholder (`REPLACE_IMAGE`) for a later step.
+        if let Some(op) = r
+            .set_image
+            .as_ref()
+            .filter(|op| !crate::naming::is_image_placeholder(&op.image))
+        {
             for e in r.edits.iter_mut().filter(|e| e.dir == op.dir) {
                 if e.args.len() >= 2 && e.args[0] == "set" && e.args[1] == "image" {
                     for a in &mut e.args[2..] {
@@ -1614,6 +1728,26 @@ impl Recipe {
     }
 }
 
+/// What a rule that remakes an included makefile did: refused (the makefile read as it is, or
+/// not at all when missing), or run with --run-make.
+fn remade_note(guard: &crate::make::Guard, s: &crate::make::Step) -> String {
+    match guard.recipes() {
+        crate::make::Recipes::Refused => format!(
+            "{}: make would remake the included makefile `{}` with `{}`; opship's dry run refused it, so make read `{}` as it is (not at all when missing): pass --run-make to let make run it",
+            s.location(),
+            s.target,
+            first_line(&s.text),
+            s.target
+        ),
+        crate::make::Recipes::Run => format!(
+            "{}: make remade the included makefile `{}` with `{}` (--run-make)",
+            s.location(),
+            s.target,
+            first_line(&s.text)
+        ),
+    }
+}
+
 /// How deep sub-makes of sub-makes are followed.
 const MAX_SUB_MAKE_DEPTH: usize = 4;
 
@@ -1624,6 +1758,7 @@ const MAX_SUB_MAKE_DEPTH: usize = 4;
 /// (tool downloads) are left out, as the bundle target's own are; a sub-make whose dry run
 /// fails, that recurses, or that is nested too deep stays as it is (then listed as not run).
 fn expand_sub_makes(
+    guard: &crate::make::Guard,
     dir: &Path,
     steps: Vec<crate::make::Step>,
     vars: &[(String, String)],
@@ -1650,7 +1785,7 @@ fn expand_sub_makes(
         let mut expanded = Vec::new();
         let mut ok = true;
         for t in &targets {
-            match crate::make::dry_run(dir, t, &sub_vars) {
+            match crate::make::dry_run(guard, dir, t, &sub_vars) {
                 Ok(s) => {
                     chain.push(t.clone());
                     for m in &s.missing {
@@ -1659,8 +1794,15 @@ fn expand_sub_makes(
                             notes.push(note);
                         }
                     }
+                    for r in &s.remade {
+                        let note = remade_note(guard, r);
+                        if !notes.contains(&note) {
+                            notes.push(note);
+                        }
+                    }
                     let own: Vec<_> = s.steps.into_iter().filter(|x| x.target == *t).collect();
-                    for (mut x, inner) in expand_sub_makes(dir, own, &sub_vars, chain, notes) {
+                    for (mut x, inner) in expand_sub_makes(guard, dir, own, &sub_vars, chain, notes)
+                    {
                         // The commands are the calling recipe's own.
                         x.target = step.target.clone();
                         expanded.push((x, format!("{inner} (`make {t}` at {at})")));
@@ -1763,16 +1905,24 @@ fn check_reference(r: &str, from: &str, undefined: &[(String, String)]) -> Resul
     let Some(problem) = crate::naming::image_reference_problem(r) else {
         return Ok(());
     };
-    let why = if undefined.is_empty() {
-        "is it built from an environment variable or a command that gave nothing?".to_owned()
-    } else {
+    // Only a reference with an empty part suggests a value that expanded to nothing.
+    let empty_part = r.is_empty()
+        || r.starts_with(['/', ':', '@'])
+        || r.ends_with(['/', ':', '@'])
+        || r.contains("//")
+        || r.contains("/:");
+    let why = if !undefined.is_empty() {
         format!(
-            "it is built from {}, which make expands to nothing",
+            " (it is built from {}, which make expands to nothing)",
             unset_list(undefined)
         )
+    } else if empty_part {
+        " (is it built from an environment variable or a command that gave nothing?)".to_owned()
+    } else {
+        String::new()
     };
     Err(Error::Input(format!(
-        "{from}: the operator image `{r}` is not an image reference: {problem} ({why}); give it as on make's command line: --set IMG=<image>"
+        "{from}: the operator image `{r}` is not an image reference: {problem}{why}; give it as on make's command line: --set IMG=<image>"
     )))
 }
 
@@ -1792,10 +1942,14 @@ fn first_line(s: &str) -> String {
 /// The Makefile's targets that make the bundle, for `--target`: of the targets make knows
 /// whose name holds `bundle`, those whose dry run runs `operator-sdk generate bundle` (all of
 /// them when none does).
-fn bundle_targets(dir: &Path, vars: &[(String, String)]) -> BundleTargets {
+fn bundle_targets(
+    guard: &crate::make::Guard,
+    dir: &Path,
+    vars: &[(String, String)],
+) -> BundleTargets {
     /// Candidates dry-run at most (each one is a run of make).
     const MAX_CANDIDATES: usize = 24;
-    let Ok(db) = crate::make::inspect(dir, &[], vars, None) else {
+    let Ok(db) = crate::make::inspect(guard, dir, &[], vars, None) else {
         return BundleTargets::default();
     };
     let named: Vec<String> = db
@@ -1806,7 +1960,7 @@ fn bundle_targets(dir: &Path, vars: &[(String, String)]) -> BundleTargets {
     let generating: Vec<String> = named
         .iter()
         .take(MAX_CANDIDATES)
-        .filter(|t| generates(dir, t, vars))
+        .filter(|t| generates(guard, dir, t, vars))
         .cloned()
         .collect();
     BundleTargets { named, generating }
@@ -1843,8 +1997,13 @@ fn names_itself(name: &str, text: &str) -> bool {
 }
 
 /// Whether make's dry run of `target` runs `operator-sdk generate bundle`.
-fn generates(dir: &Path, target: &str, vars: &[(String, String)]) -> bool {
-    crate::make::dry_run(dir, target, vars)
+fn generates(
+    guard: &crate::make::Guard,
+    dir: &Path,
+    target: &str,
+    vars: &[(String, String)],
+) -> bool {
+    crate::make::dry_run(guard, dir, target, vars)
         .is_ok_and(|r| r.steps.iter().any(|s| runs_generate_bundle(&s.text)))
 }
 
@@ -2196,6 +2355,35 @@ mod tests {
         }
     }
 
+    /// Issue 33, item 13: a `cd` is no command opship read: a line that only changes
+    /// directory before commands opship does not run is listed, and the commands a line runs
+    /// beside those opship reads are named.
+    #[test]
+    fn commands_after_cd_are_listed() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("Makefile"),
+            "K = bin/kustomize\nbundle:\n\tcd config/hub && rm -rf kustomization.yaml && $(K) create --resources ../base\n\tcd config/manager && $(K) edit set image controller=quay.io/a/b:1 && rm -f stale.yaml\n\t$(K) build config/manifests | operator-sdk generate bundle -q\n\tcd bundle && ls\n",
+        )
+        .unwrap();
+        let r = Recipe::read(
+            &crate::make::Guard::new(crate::make::Recipes::Refused).unwrap(),
+            d.path(),
+            "bundle",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            r.notes,
+            vec![
+                "Makefile:3: the recipe runs `cd config/hub && rm -rf kustomization.yaml && bin/kustomize create --resources ../base` before generation; opship does not run it",
+                "Makefile:4: the recipe also runs `rm -f stale.yaml` (in config/manager) before generation; opship does not run it",
+                "Makefile:6: the recipe runs `cd bundle && ls` after generation; opship does not run it",
+            ],
+        );
+        assert_eq!(r.edits.len(), 1);
+    }
+
     /// Notes name a command by its first line, cut to 300 characters; comment lines are not
     /// commands.
     #[test]
@@ -2207,7 +2395,13 @@ mod tests {
             format!("bundle:\n\toperator-sdk generate bundle -q\n\t# a comment\n\t$(MAKE) post\npost:\n\techo {long} > f\n"),
         )
         .unwrap();
-        let r = Recipe::read(d.path(), "bundle", &[]).unwrap();
+        let r = Recipe::read(
+            &crate::make::Guard::new(crate::make::Recipes::Refused).unwrap(),
+            d.path(),
+            "bundle",
+            &[],
+        )
+        .unwrap();
         assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
         assert!(
             r.notes[0]
@@ -2230,13 +2424,22 @@ mod tests {
             "CSV = bundle/manifests/op.clusterserviceversion.yaml\nbundle: tool\n\toperator-sdk generate bundle -q\n\t$(MAKE) post V=2\ntool:\n\techo download\npost: tool\n\tsed -i 's/a: .*/a: $(V)/' $(CSV)\n\t$(MAKE) post\n",
         )
         .unwrap();
-        let steps = crate::make::dry_run(d.path(), "bundle", &[]).unwrap().steps;
+        let guard = crate::make::Guard::new(crate::make::Recipes::Refused).unwrap();
+        let steps = crate::make::dry_run(&guard, d.path(), "bundle", &[])
+            .unwrap()
+            .steps;
         let mut notes = Vec::new();
-        let got: Vec<(String, String, String)> =
-            expand_sub_makes(d.path(), steps, &[], &mut vec!["bundle".into()], &mut notes)
-                .into_iter()
-                .map(|(s, at)| (s.target, at, s.text))
-                .collect();
+        let got: Vec<(String, String, String)> = expand_sub_makes(
+            &guard,
+            d.path(),
+            steps,
+            &[],
+            &mut vec!["bundle".into()],
+            &mut notes,
+        )
+        .into_iter()
+        .map(|(s, at)| (s.target, at, s.text))
+        .collect();
         let s = |a: &str, b: &str, c: &str| (a.to_owned(), b.to_owned(), c.to_owned());
         assert_eq!(
             got,
@@ -2263,7 +2466,13 @@ mod tests {
             "bundle:\n\toperator-sdk generate bundle -q\n\t$(MAKE) post\npost: nothing-makes-this\n\techo post\n",
         )
         .unwrap();
-        let r = Recipe::read(d.path(), "bundle", &[]).unwrap();
+        let r = Recipe::read(
+            &crate::make::Guard::new(crate::make::Recipes::Refused).unwrap(),
+            d.path(),
+            "bundle",
+            &[],
+        )
+        .unwrap();
         assert!(
             r.notes.iter().any(|n| n
                 .starts_with("Makefile:3: the recipe's sub-make `make post` could not be dry-run")

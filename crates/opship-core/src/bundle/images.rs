@@ -128,7 +128,12 @@ pub(crate) fn related_images(base: &[Value], deployments: &[Object]) -> Result<V
     }
 
     // Every image goes into relatedImages, where rule BND007 refuses what is not a reference.
+    // An upper-case placeholder (`REPLACE_IMAGE`) is written as operator-sdk writes it, for
+    // the project's own later step to replace.
     for f in &found {
+        if crate::naming::is_image_placeholder(&f.image) {
+            continue;
+        }
         if let Some(p) = crate::naming::image_reference_problem(&f.image) {
             return Err(Error::invalid(
                 f.origin.clone(),
