@@ -930,8 +930,8 @@ pub struct AttestArgs {
     #[arg(long = "type", value_name = "TYPE", default_value = "custom")]
     pub kind: String,
     /// Store a Sigstore bundle referrer only (cosign 3's default). Without it or --format,
-    /// an image with a `.sig` or `.att` (or, with --key, no signature yet) gets both a `.att`
-    /// layer and a bundle referrer, so cosign 2 and cosign 3 both find it.
+    /// a `.att` layer and a bundle referrer both (with --key always; keylessly next to a
+    /// `.sig` or `.att`), so cosign 2 and cosign 3 both find it.
     #[arg(long)]
     pub bundle_format: bool,
     /// Keyless: cosign 3's trusted_root.json; the certificate chain (and SCT, if any), log

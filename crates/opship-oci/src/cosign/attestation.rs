@@ -164,10 +164,11 @@ pub enum Format {
     Both,
 }
 
-/// The format of an attestation nobody chose one for, from what the image already has:
-/// cosign 3 bundles only → a bundle; a `.sig` or `.att` (cosign 2 readers) → both, since
-/// cosign 3 may sign later and then reads only bundles; nothing yet → both with a key (whose
-/// signatures default to `.sig`), a bundle keylessly (cosign 3's format throughout).
+/// The format of an attestation nobody chose one for. With a key: both, always: a key
+/// signature is a `.sig` (cosign 2 readers, skopeo) unless asked otherwise, and cosign 3,
+/// which reads only bundles once the image has one, may sign before or after. Keylessly, from
+/// what the image already has: a `.sig` or `.att` → both; otherwise a bundle (cosign 3's
+/// format throughout, as keyless `sign` writes).
 pub async fn auto_format(
     registry: &Registry,
     reference: &Reference,
@@ -175,14 +176,13 @@ pub async fn auto_format(
     keyless: bool,
 ) -> Result<Format> {
     use super::signing::{Format as Sig, existing_format};
-    Ok(
-        match existing_format(registry, reference, digest).await? {
-            Some(Sig::Cosign3) => Format::Bundle,
-            Some(Sig::Cosign2) => Format::Both,
-            None if keyless => Format::Bundle,
-            None => Format::Both,
-        },
-    )
+    if !keyless {
+        return Ok(Format::Both);
+    }
+    Ok(match existing_format(registry, reference, digest).await? {
+        Some(Sig::Cosign2) => Format::Both,
+        Some(Sig::Cosign3) | None => Format::Bundle,
+    })
 }
 
 /// One report of the two writes of [`Format::Both`]: both places, added when either was.
