@@ -82,7 +82,10 @@ pub fn sign(
     }
     let rt = runtime()?;
     let clients = clients_for(targets, &args.registry, &args.limits)?;
-    let session = rt.block_on(Session::start(&options(&args.keyless, args.trusted_root.as_deref())))?;
+    let session = rt.block_on(Session::start(&options(
+        &args.keyless,
+        args.trusted_root.as_deref(),
+    )))?;
     said(&session);
     let mut out = std::io::stdout().lock();
     // Each signature waits on the log (rekor-tiles integrates entries in batches, about a
@@ -128,7 +131,10 @@ pub fn attest(
 ) -> Result<ExitStatus, CmdError> {
     let rt = runtime()?;
     let clients = clients_for(targets, &args.registry, &args.limits)?;
-    let session = rt.block_on(Session::start(&options(&args.keyless, args.trusted_root.as_deref())))?;
+    let session = rt.block_on(Session::start(&options(
+        &args.keyless,
+        args.trusted_root.as_deref(),
+    )))?;
     said(&session);
     let mut out = std::io::stdout().lock();
     for (text, t) in targets {

@@ -704,7 +704,8 @@ fn cosign3_finds_opship_attestations_in_every_order() {
                     let r = ok(attest(&[], &image), &format!("{what}: opship attest"));
                     assert!(
                         r.stderr.contains("`.att` for cosign 2: ")
-                            && r.stderr.contains("; Sigstore bundle referrer for cosign 3: "),
+                            && r.stderr
+                                .contains("; Sigstore bundle referrer for cosign 3: "),
                         "{what}: {}",
                         r.stderr
                     );
@@ -746,14 +747,21 @@ fn cosign3_finds_opship_attestations_in_every_order() {
                 .arg(&image)),
             &format!("{what}: opship verify-attestation"),
         );
-        assert!(r.stderr.contains("2 of 2 attestation(s)"), "{what}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("2 of 2 attestation(s)"),
+            "{what}: {}",
+            r.stderr
+        );
     }
     // Asked for cosign 2's format: the `.att` alone, which cosign 3 does not read once a
     // bundle is there.
     let d = crane_image(&s, "bundle:asked2", "asked 2");
     let image = by_digest(&s, &d);
     passes(cosign_sign(&s, 3, &key, &[], &image), "cosign3 sign");
-    let r = ok(attest(&["--format", "cosign2"], &image), "attest --format cosign2");
+    let r = ok(
+        attest(&["--format", "cosign2"], &image),
+        "attest --format cosign2",
+    );
     assert_eq!(r.stdout.lines().count(), 1, "{}", r.stdout);
     assert!(r.stdout.trim().ends_with(".att"), "{}", r.stdout);
 }

@@ -1141,7 +1141,8 @@ fn regexp_verdicts_name_the_actual_signer() {
         assert_eq!(optional["githubWorkflowTrigger"], "push", "{v}");
         let r = verify("verify-attestation", &["--type", "slsaprovenance1"]);
         assert!(
-            r.stdout.contains(&format!("; signed by {identity} (issuer ")),
+            r.stdout
+                .contains(&format!("; signed by {identity} (issuer ")),
             "{}",
             r.stdout
         );
@@ -1150,7 +1151,10 @@ fn regexp_verdicts_name_the_actual_signer() {
 
     // catalog verify: text names the pattern and the signer; JSON carries the signer.
     let index = tmp.path().join("index");
-    let entries: Vec<(&str, String)> = signed.iter().map(|(n, i)| (n.as_str(), i.clone())).collect();
+    let entries: Vec<(&str, String)> = signed
+        .iter()
+        .map(|(n, i)| (n.as_str(), i.clone()))
+        .collect();
     crate::catalog_verify::catalog(&index, &entries);
     let cverify = |extra: &[&str]| {
         ok(
@@ -1178,10 +1182,14 @@ fn regexp_verdicts_name_the_actual_signer() {
         );
     }
     let v: serde_json::Value = serde_json::from_str(&cverify(&["-o", "json"]).stdout).unwrap();
-    for (image, (repository, _, identity)) in v["images"].as_array().unwrap().iter().zip(&impostors) {
+    for (image, (repository, _, identity)) in v["images"].as_array().unwrap().iter().zip(&impostors)
+    {
         assert_eq!(image["signer"]["identity"], *identity, "{v}");
         assert_eq!(image["signer"]["issuer"], gh_issuer, "{v}");
-        assert_eq!(image["signer"]["githubWorkflowRepository"], *repository, "{v}");
+        assert_eq!(
+            image["signer"]["githubWorkflowRepository"], *repository,
+            "{v}"
+        );
     }
 
     // An email identity matched by a pattern is named too.
@@ -1190,7 +1198,10 @@ fn regexp_verdicts_name_the_actual_signer() {
     ok(
         run(opship_clean(&home)
             .args(["sign", "--insecure", "--signing-config", sc])
-            .args(["--identity-token", &s.token("email", &["--claims", "email=eve@example.test"])])
+            .args([
+                "--identity-token",
+                &s.token("email", &["--claims", "email=eve@example.test"]),
+            ])
             .arg(&img)),
         "email sign",
     );
@@ -1232,7 +1243,14 @@ fn sign_with_trusted_root_checks_what_the_services_return() {
     std::fs::write(&pred, r#"{"buildDefinition":{"buildType":"tr"}}"#).unwrap();
     let sign = |root: &str, extra: &[&str], img: &str| {
         run(opship_clean(&home)
-            .args(["sign", "--insecure", "--signing-config", sc, "--trusted-root", root])
+            .args([
+                "sign",
+                "--insecure",
+                "--signing-config",
+                sc,
+                "--trusted-root",
+                root,
+            ])
             .args(["--identity-token", &s.token("github", &[])])
             .args(extra)
             .arg(img))
@@ -1249,7 +1267,14 @@ fn sign_with_trusted_root_checks_what_the_services_return() {
         ok(sign(tr, &["--format", format], &img), "sign --trusted-root");
         ok(
             run(opship_clean(&home)
-                .args(["attest", "--insecure", "--signing-config", sc, "--trusted-root", tr])
+                .args([
+                    "attest",
+                    "--insecure",
+                    "--signing-config",
+                    sc,
+                    "--trusted-root",
+                    tr,
+                ])
                 .args(["--identity-token", &s.token("github", &[])])
                 .args(["--type", "slsaprovenance1", "--predicate"])
                 .arg(&pred)
@@ -1257,7 +1282,10 @@ fn sign_with_trusted_root_checks_what_the_services_return() {
             "attest --trusted-root",
         );
         if *format == "cosign3" {
-            ok(cosign3_verify(s, &home, "verify", &who, &img), "cosign3 verify");
+            ok(
+                cosign3_verify(s, &home, "verify", &who, &img),
+                "cosign3 verify",
+            );
             let mut att = who.to_vec();
             att.extend(["--type", "slsaprovenance1"]);
             ok(
@@ -1285,7 +1313,9 @@ fn sign_with_trusted_root_checks_what_the_services_return() {
     let variants: [(&str, Box<dyn Fn(&mut serde_json::Value)>, &str); 3] = [
         (
             "fulcio",
-            Box::new(|r| r["certificateAuthorities"][0]["certChain"]["certificates"] = tsa_certs.clone()),
+            Box::new(|r| {
+                r["certificateAuthorities"][0]["certChain"]["certificates"] = tsa_certs.clone()
+            }),
             "the certificate Fulcio at",
         ),
         (
@@ -1295,7 +1325,9 @@ fn sign_with_trusted_root_checks_what_the_services_return() {
         ),
         (
             "tsa",
-            Box::new(|r| r["timestampAuthorities"][0]["certChain"]["certificates"] = ca_certs.clone()),
+            Box::new(|r| {
+                r["timestampAuthorities"][0]["certChain"]["certificates"] = ca_certs.clone()
+            }),
             "the timestamp authority at",
         ),
     ];
@@ -1312,7 +1344,8 @@ fn sign_with_trusted_root_checks_what_the_services_return() {
             assert_eq!(r.code, 2, "{name} {format}: {}", r.stderr);
             assert!(
                 r.stderr.contains(says)
-                    && r.stderr.contains(&format!("--trusted-root {}", file.display())),
+                    && r.stderr
+                        .contains(&format!("--trusted-root {}", file.display())),
                 "{name} {format}: {}",
                 r.stderr
             );
@@ -1321,14 +1354,24 @@ fn sign_with_trusted_root_checks_what_the_services_return() {
                 format!("sha256-{}.sig", &d[7..]),
                 format!("sha256-{}", &d[7..]),
             ] {
-                assert_eq!(manifest_status(&reg.addr, &repo, &tag), 404, "{name}: {tag}");
+                assert_eq!(
+                    manifest_status(&reg.addr, &repo, &tag),
+                    404,
+                    "{name}: {tag}"
+                );
             }
         }
     }
 
     // With a key: a usage error; a missing root: named, before any service.
-    let r = run(opship_clean(&home)
-        .args(["sign", "--key", "k.key", "--trusted-root", tr, "127.0.0.1:9/x@sha256:00"]));
+    let r = run(opship_clean(&home).args([
+        "sign",
+        "--key",
+        "k.key",
+        "--trusted-root",
+        tr,
+        "127.0.0.1:9/x@sha256:00",
+    ]));
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("cannot be used with"), "{}", r.stderr);
     let missing = tmp.path().join("no-root.json");

@@ -276,8 +276,7 @@ fn release_signs_keylessly_with_the_actions_token() {
     assert_eq!(image["signer"]["identity"], identity, "{image}");
     assert_eq!(image["signer"]["issuer"], issuer, "{image}");
     assert_eq!(
-        image["signer"]["githubWorkflowRepository"],
-        "example-org/example-repo",
+        image["signer"]["githubWorkflowRepository"], "example-org/example-repo",
         "{image}"
     );
     assert!(

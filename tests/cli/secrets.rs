@@ -156,7 +156,12 @@ fn identity_token_values_are_never_echoed() {
         let claims = String::from_utf8(URL_SAFE_NO_PAD.decode(parts[1]).unwrap())
             .unwrap()
             .replace("\"aud\":\"sigstore\"", "\"aud\":\"elsewhere\"");
-        format!("{}.{}.{}", parts[0], URL_SAFE_NO_PAD.encode(claims), parts[2])
+        format!(
+            "{}.{}.{}",
+            parts[0],
+            URL_SAFE_NO_PAD.encode(claims),
+            parts[2]
+        )
     };
     for (token, says) in [
         ("ghp_R4nd0mS3cr3tValueWithoutDots", "not a JWT"),
@@ -190,7 +195,11 @@ fn a_fulcio_that_quotes_the_request_gets_no_token_into_the_error() {
             &["--fulcio-url", &format!("http://{}", fulcio.url)],
         );
         assert_eq!(r.code, 2, "{mode}: {}", r.stderr);
-        assert!(r.stderr.contains("Fulcio at http://"), "{mode}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("Fulcio at http://"),
+            "{mode}: {}",
+            r.stderr
+        );
         assert!(r.stderr.contains("[withheld]"), "{mode}: {}", r.stderr);
         holds_no_piece(&r, signature, mode);
         holds_no_piece(&r, &token, mode);
@@ -272,9 +281,10 @@ fn stored_credentials_are_never_echoed() {
         )
         .unwrap();
         let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
-        let r = run(isolated(&home)
-            .env("PATH", path)
-            .args(["tags", "--insecure", "127.0.0.1:9/op/x"]));
+        let r =
+            run(isolated(&home)
+                .env("PATH", path)
+                .args(["tags", "--insecure", "127.0.0.1:9/op/x"]));
         assert_eq!(r.code, 2, "{name}: {}", r.stderr);
         assert!(
             r.stderr.contains(&format!("docker-credential-{name} get")),

@@ -252,7 +252,15 @@ fn a_large_artifact_is_streamed_in_bounded_memory() {
     for (curve, hash) in [("P-256", "-sha256"), ("P-384", "-sha384")] {
         let key = format!("{curve}.key");
         let public = format!("{curve}.pub");
-        openssl(&["genpkey", "-algorithm", "EC", "-pkeyopt", &format!("ec_paramgen_curve:{curve}"), "-out", &key]);
+        openssl(&[
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            &format!("ec_paramgen_curve:{curve}"),
+            "-out",
+            &key,
+        ]);
         openssl(&["pkey", "-in", &key, "-pubout", "-out", &public]);
         let sig = openssl(&["dgst", hash, "-sign", &key, "big.bin"]);
         let bundle = serde_json::json!({
@@ -273,8 +281,14 @@ fn a_large_artifact_is_streamed_in_bounded_memory() {
             .unwrap()
             .remove("messageDigest");
         let files = [
-            (format!("{curve}.sigstore.json"), "is not the artifact's sha256"),
-            (format!("{curve}-bare.sigstore.json"), "signature does not verify over the artifact"),
+            (
+                format!("{curve}.sigstore.json"),
+                "is not the artifact's sha256",
+            ),
+            (
+                format!("{curve}-bare.sigstore.json"),
+                "signature does not verify over the artifact",
+            ),
         ];
         std::fs::write(dir.join(&files[0].0), bundle.to_string()).unwrap();
         std::fs::write(dir.join(&files[1].0), bare.to_string()).unwrap();
@@ -299,7 +313,10 @@ fn a_large_artifact_is_streamed_in_bounded_memory() {
             assert!(kib < MAX_RSS_KIB, "{file}: peak RSS {kib} KiB");
         }
         // One byte changed in the middle: refused, in the same bound.
-        let mut f = std::fs::OpenOptions::new().write(true).open(&artifact).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&artifact)
+            .unwrap();
         f.seek(SeekFrom::Start(450 << 20)).unwrap();
         f.write_all(b"x").unwrap();
         drop(f);
@@ -309,11 +326,17 @@ fn a_large_artifact_is_streamed_in_bounded_memory() {
             assert!(r.stderr.contains(says), "{file}: {}", r.stderr);
             assert!(kib < MAX_RSS_KIB, "{file}: peak RSS {kib} KiB");
         }
-        let f = std::fs::OpenOptions::new().write(true).open(&artifact).unwrap();
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&artifact)
+            .unwrap();
         f.set_len(0).unwrap();
         f.set_len(900 << 20).unwrap();
         drop(f);
-        let mut f = std::fs::OpenOptions::new().write(true).open(&artifact).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&artifact)
+            .unwrap();
         f.write_all(b"opship large artifact").unwrap();
         f.seek(SeekFrom::End(-7)).unwrap();
         f.write_all(b"the end").unwrap();

@@ -61,7 +61,10 @@ mod tests {
             (r#"{"token":"abc.def","x":1}"#.to_owned(), "abc.def"),
             (r#"{"access_token" : "s3cr\"et"}"#.to_owned(), "s3cr"),
             (r#"{"Secret":"hunter2"}"#.to_owned(), "hunter2"),
-            ("Authorization: Bearer opaque-123456".to_owned(), "opaque-123456"),
+            (
+                "Authorization: Bearer opaque-123456".to_owned(),
+                "opaque-123456",
+            ),
             ("basic dXNlcjpwYXNz".to_owned(), "dXNlcjpwYXNz"),
             ("GET /t?access_token=zzzz&x=1".to_owned(), "zzzz"),
         ] {

@@ -255,8 +255,7 @@ pub async fn attest(
 ) -> Result<AttestReport> {
     if format == Format::Both {
         let att = attest_in(registry, reference, digest, key, predicate, Format::Att).await?;
-        let bundle =
-            attest_in(registry, reference, digest, key, predicate, Format::Bundle).await?;
+        let bundle = attest_in(registry, reference, digest, key, predicate, Format::Bundle).await?;
         return Ok(both(att, bundle));
     }
     attest_in(registry, reference, digest, key, predicate, format).await
@@ -546,11 +545,16 @@ pub async fn attest_keyless(
 ) -> Result<AttestReport> {
     if format == Format::Both {
         let att =
-            attest_keyless_in(registry, reference, digest, session, predicate, Format::Att)
-                .await?;
-        let bundle =
-            attest_keyless_in(registry, reference, digest, session, predicate, Format::Bundle)
-                .await?;
+            attest_keyless_in(registry, reference, digest, session, predicate, Format::Att).await?;
+        let bundle = attest_keyless_in(
+            registry,
+            reference,
+            digest,
+            session,
+            predicate,
+            Format::Bundle,
+        )
+        .await?;
         return Ok(both(att, bundle));
     }
     attest_keyless_in(registry, reference, digest, session, predicate, format).await

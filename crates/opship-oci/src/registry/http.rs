@@ -756,13 +756,15 @@ fn envelope(body: &[u8]) -> Option<String> {
 
 /// The error codes of a distribution error body, or a short quote of the body.
 pub(crate) fn describe_body(body: &[u8]) -> String {
-    envelope(body).map(|e| crate::redact::redact(&e, &[])).unwrap_or_else(|| {
-        if body.iter().all(u8::is_ascii_whitespace) {
-            "(empty body)".into()
-        } else {
-            quote(body)
-        }
-    })
+    envelope(body)
+        .map(|e| crate::redact::redact(&e, &[]))
+        .unwrap_or_else(|| {
+            if body.iter().all(u8::is_ascii_whitespace) {
+                "(empty body)".into()
+            } else {
+                quote(body)
+            }
+        })
 }
 
 /// At most [`QUOTE_CHARS`] characters of `body`, whitespace runs folded, marked when cut.

@@ -58,7 +58,10 @@ impl std::fmt::Debug for Options {
         f.debug_struct("Options")
             .field(
                 "identity_token",
-                &self.identity_token.as_ref().map(|_| crate::redact::WITHHELD),
+                &self
+                    .identity_token
+                    .as_ref()
+                    .map(|_| crate::redact::WITHHELD),
             )
             .field("env", &self.env)
             .field("overrides", &self.overrides)
@@ -287,8 +290,7 @@ impl Session {
     ) -> std::result::Result<(), String> {
         use crate::cosign::sigstore::{Artifact, IdentityPolicy, Matcher, Signer, verify_bundle};
         use sha2::Digest as _;
-        let mut material =
-            json!({"certificate": {"rawBytes": STANDARD.encode(self.chain.leaf())}});
+        let mut material = json!({"certificate": {"rawBytes": STANDARD.encode(self.chain.leaf())}});
         if let Some(l) = &signed.logged {
             material["tlogEntries"] = json!([l.entry]);
         }

@@ -823,10 +823,7 @@ pub fn verify_blob(
 /// The hash a message signature of `bundle` is made with (its signer's key), SHA-256 when
 /// the key cannot be told (verification then names the problem) or for a DSSE envelope;
 /// `None` for an Ed25519 message signature.
-fn message_hash(
-    bundle: &Bundle,
-    signer: &Signer,
-) -> Option<&'static aws_lc_rs::digest::Algorithm> {
+fn message_hash(bundle: &Bundle, signer: &Signer) -> Option<&'static aws_lc_rs::digest::Algorithm> {
     let sha256 = Some(&aws_lc_rs::digest::SHA256);
     if matches!(bundle.content, Content::Dsse { .. }) {
         return sha256;
