@@ -1310,30 +1310,30 @@ fn sign_with_trusted_root_checks_what_the_services_return() {
     assert!(!other_key.is_empty());
     let tsa_certs = root["timestampAuthorities"][0]["certChain"]["certificates"].clone();
     let ca_certs = root["certificateAuthorities"][0]["certChain"]["certificates"].clone();
-    let variants: [(&str, Box<dyn Fn(&mut serde_json::Value)>, &str); 3] = [
+    // Which part of the root is replaced (a JSON pointer), by what, and what the error says.
+    let variants = [
         (
             "fulcio",
-            Box::new(|r| {
-                r["certificateAuthorities"][0]["certChain"]["certificates"] = tsa_certs.clone()
-            }),
+            "/certificateAuthorities/0/certChain/certificates",
+            tsa_certs,
             "the certificate Fulcio at",
         ),
         (
             "rekor",
-            Box::new(|r| r["tlogs"][0]["publicKey"]["rawBytes"] = other_key.clone().into()),
+            "/tlogs/0/publicKey/rawBytes",
+            serde_json::Value::from(other_key),
             "what Rekor at",
         ),
         (
             "tsa",
-            Box::new(|r| {
-                r["timestampAuthorities"][0]["certChain"]["certificates"] = ca_certs.clone()
-            }),
+            "/timestampAuthorities/0/certChain/certificates",
+            ca_certs,
             "the timestamp authority at",
         ),
     ];
-    for (name, change, says) in variants {
+    for (name, pointer, replacement, says) in variants {
         let mut bad = root.clone();
-        change(&mut bad);
+        *bad.pointer_mut(pointer).unwrap() = replacement;
         let file = tmp.path().join(format!("root-{name}.json"));
         std::fs::write(&file, serde_json::to_vec(&bad).unwrap()).unwrap();
         for (n, format) in ["cosign3", "cosign2"].iter().enumerate() {
