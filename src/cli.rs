@@ -903,6 +903,11 @@ pub struct SignArgs {
     /// `sha256-<hex>` fallback tag on registries without the referrers API.
     #[arg(long)]
     pub bundle_format: bool,
+    /// Keyless: cosign 3's trusted_root.json; the certificate chain (and SCT, if any), log
+    /// entry and inclusion proof, and timestamp the services return are verified against it
+    /// before anything is written, as cosign 3's `--trusted-root` does.
+    #[arg(long, value_name = "FILE", conflicts_with = "key")]
+    pub trusted_root: Option<PathBuf>,
     /// Images: `REGISTRY/REPO:TAG`, `REGISTRY/REPO@DIGEST`, `LAYOUT:TAG` or `oci:LAYOUT:TAG`.
     #[arg(value_name = "REF", required = true)]
     pub references: Vec<String>,
@@ -929,9 +934,16 @@ pub struct AttestArgs {
     /// Predicate type: slsaprovenance, slsaprovenance1, spdxjson, cyclonedx, custom, … or a URI.
     #[arg(long = "type", value_name = "TYPE", default_value = "custom")]
     pub kind: String,
-    /// Store a Sigstore bundle referrer (cosign 3's default) instead of a `.att` layer.
+    /// Store a Sigstore bundle referrer only (cosign 3's default). Without it or --format,
+    /// a `.att` layer and a bundle referrer both (with --key always; keylessly next to a
+    /// `.sig` or `.att`), so cosign 2 and cosign 3 both find it.
     #[arg(long)]
     pub bundle_format: bool,
+    /// Keyless: cosign 3's trusted_root.json; the certificate chain (and SCT, if any), log
+    /// entry and inclusion proof, and timestamp the services return are verified against it
+    /// before anything is written, as cosign 3's `--trusted-root` does.
+    #[arg(long, value_name = "FILE", conflicts_with = "key")]
+    pub trusted_root: Option<PathBuf>,
     /// Images: `REGISTRY/REPO:TAG` or `REGISTRY/REPO@DIGEST`.
     #[arg(value_name = "REF", required = true)]
     pub references: Vec<String>,
@@ -1479,8 +1491,9 @@ pub enum SignFormat {
     Cosign2,
 }
 
-/// Keyless signing (no --key): the identity token and the Sigstore services.
-#[derive(Debug, Args)]
+/// Keyless signing (no --key): the identity token and the Sigstore services. Its `Debug`
+/// withholds the token.
+#[derive(Args)]
 pub struct KeylessArgs {
     /// OIDC identity token for keyless signing: a file holding it, or the token (else
     /// SIGSTORE_ID_TOKEN, else GitHub Actions' ACTIONS_ID_TOKEN_REQUEST_URL/_TOKEN).
@@ -1504,4 +1517,23 @@ pub struct KeylessArgs {
     /// keyless, cosign2 with a key (see docs/signing.md).
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<SignFormat>,
+}
+
+impl std::fmt::Debug for KeylessArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeylessArgs")
+            .field(
+                "identity_token",
+                &self
+                    .identity_token
+                    .as_ref()
+                    .map(|_| opship_oci::redact::WITHHELD),
+            )
+            .field("signing_config", &self.signing_config)
+            .field("fulcio_url", &self.fulcio_url)
+            .field("rekor_url", &self.rekor_url)
+            .field("timestamp_server_url", &self.timestamp_server_url)
+            .field("format", &self.format)
+            .finish()
+    }
 }

@@ -6,7 +6,6 @@ use std::io::Write;
 use futures_util::stream::{self, StreamExt};
 use opship_oci::cosign::EncryptedKey;
 use opship_oci::cosign::attestation::{self, Format, Predicate};
-use opship_oci::cosign::signing;
 use opship_oci::registry::Reference;
 
 use super::registry::runtime;
@@ -70,13 +69,9 @@ pub fn attest(args: &AttestArgs) -> Result<ExitStatus, CmdError> {
                 let reference = remote(t);
                 let client = client_of(clients, reference);
                 let digest = client.resolve_pinned(reference, text).await?;
-                // No format asked for: an image whose signatures are cosign 3 bundles only gets
-                // a bundle, so cosign 3's default verify-attestation finds it.
+                // No format asked for: where cosign 2 and cosign 3 readers both find it.
                 let format = if auto {
-                    match signing::existing_format(client, reference, &digest).await? {
-                        Some(signing::Format::Cosign3) => Format::Bundle,
-                        _ => format,
-                    }
+                    attestation::auto_format(client, reference, &digest, false).await?
                 } else {
                     format
                 };
@@ -102,11 +97,25 @@ pub fn attest(args: &AttestArgs) -> Result<ExitStatus, CmdError> {
             report.digest,
             predicate.type_uri,
             report.predicate_digest,
-            report.location
+            placed(&report)
         );
         writeln!(out, "{}", report.location)?;
+        if let Some(also) = &report.also {
+            writeln!(out, "{also}")?;
+        }
     }
     Ok(ExitStatus::Success)
+}
+
+/// Where an attestation went, said on stderr: with both formats, which reader finds which.
+pub(super) fn placed(report: &attestation::AttestReport) -> String {
+    match &report.also {
+        Some(bundle) => format!(
+            "`.att` for cosign 2: {}; Sigstore bundle referrer for cosign 3: {bundle}",
+            report.location
+        ),
+        None => report.location.clone(),
+    }
 }
 
 /// Runs `opship verify-attestation`: exit 1 unless every REF has an attestation that verifies.
@@ -158,8 +167,11 @@ pub fn verify_attestation(args: &VerifyAttestationArgs) -> Result<ExitStatus, Cm
                     verified += 1;
                     writeln!(
                         out,
-                        "verified {}: {} about {}",
-                        c.source, st.predicate_type, report.digest
+                        "verified {}: {} about {}{}",
+                        c.source,
+                        st.predicate_type,
+                        report.digest,
+                        super::sign::signed_by(st.signer.as_ref())
                     )?;
                 }
                 (Err(reason), RegistryOutput::Json) => {

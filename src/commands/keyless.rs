@@ -21,7 +21,7 @@ use crate::cli::{AttestArgs, KeylessArgs, SignArgs, SignFormat};
 /// Images signed at once by keyless `opship sign` (each holds a log entry in flight).
 const SIGN_CONCURRENCY: usize = 8;
 
-pub(super) fn options(k: &KeylessArgs) -> Options {
+pub(super) fn options(k: &KeylessArgs, trusted_root: Option<&std::path::Path>) -> Options {
     Options {
         identity_token: k.identity_token.clone(),
         env: TokenEnv::from_process(),
@@ -32,6 +32,7 @@ pub(super) fn options(k: &KeylessArgs) -> Options {
             tsa: k.timestamp_server_url.clone(),
         },
         timeout: Duration::from_secs(60),
+        trusted_root: trusted_root.map(std::path::Path::to_path_buf),
     }
 }
 
@@ -81,7 +82,10 @@ pub fn sign(
     }
     let rt = runtime()?;
     let clients = clients_for(targets, &args.registry, &args.limits)?;
-    let session = rt.block_on(Session::start(&options(&args.keyless)))?;
+    let session = rt.block_on(Session::start(&options(
+        &args.keyless,
+        args.trusted_root.as_deref(),
+    )))?;
     said(&session);
     let mut out = std::io::stdout().lock();
     // Each signature waits on the log (rekor-tiles integrates entries in batches, about a
@@ -127,7 +131,10 @@ pub fn attest(
 ) -> Result<ExitStatus, CmdError> {
     let rt = runtime()?;
     let clients = clients_for(targets, &args.registry, &args.limits)?;
-    let session = rt.block_on(Session::start(&options(&args.keyless)))?;
+    let session = rt.block_on(Session::start(&options(
+        &args.keyless,
+        args.trusted_root.as_deref(),
+    )))?;
     said(&session);
     let mut out = std::io::stdout().lock();
     for (text, t) in targets {
@@ -140,9 +147,10 @@ pub fn attest(
             } else {
                 args.keyless.format
             };
-            let format = match format_for(wanted, client, reference, &digest).await? {
-                Format::Cosign2 => attestation::Format::Att,
-                Format::Cosign3 => attestation::Format::Bundle,
+            let format = match wanted {
+                Some(SignFormat::Cosign2) => attestation::Format::Att,
+                Some(SignFormat::Cosign3) => attestation::Format::Bundle,
+                None => attestation::auto_format(client, reference, &digest, true).await?,
             };
             attestation::attest_keyless(client, reference, &digest, &session, predicate, format)
                 .await
@@ -153,9 +161,12 @@ pub fn attest(
             session.identity(),
             predicate.type_uri,
             report.predicate_digest,
-            report.location
+            super::attest::placed(&report)
         );
         writeln!(out, "{}", report.location)?;
+        if let Some(also) = &report.also {
+            writeln!(out, "{also}")?;
+        }
     }
     Ok(ExitStatus::Success)
 }

@@ -48,7 +48,7 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
         source_date_epoch: super::source_date_epoch()?,
         pin_images: Some(&pin),
         keyless: opship_release::Keyless {
-            options: super::keyless::options(&args.keyless),
+            options: super::keyless::options(&args.keyless, None),
             format: args.keyless.format.map(|f| match f {
                 crate::cli::SignFormat::Cosign2 => opship_oci::cosign::signing::Format::Cosign2,
                 crate::cli::SignFormat::Cosign3 => opship_oci::cosign::signing::Format::Cosign3,
@@ -263,6 +263,12 @@ fn write_text(out: &mut impl Write, summary: &Summary) -> std::io::Result<()> {
         match (&k.identity, &k.issuer) {
             (Some(id), Some(issuer)) => writeln!(out, "keyless       {id} (issuer {issuer})")?,
             _ => writeln!(out, "keyless       identity token from {}", k.token_source)?,
+        }
+    }
+    for v in &summary.verified {
+        writeln!(out, "verify:       {}", v.dir)?;
+        for image in &v.images {
+            writeln!(out, "  {image}")?;
         }
     }
     for c in &summary.catalogs {

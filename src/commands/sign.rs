@@ -429,17 +429,21 @@ pub fn verify(args: &VerifyArgs) -> Result<ExitStatus, CmdError> {
         let report: Report = report?;
         for c in &report.checked {
             match (&c.outcome, args.output) {
-                (Ok(claims), RegistryOutput::Json) => payloads.push(claims.json.clone()),
+                (Ok(claims), RegistryOutput::Json) => payloads.push(match &claims.signer {
+                    Some(s) => s.cosign_json(&claims.json),
+                    None => claims.json.clone(),
+                }),
                 (Ok(claims), RegistryOutput::Text) => writeln!(
                     out,
-                    "verified {}: signs {}{}",
+                    "verified {}: signs {}{}{}",
                     c.source,
                     claims.digest,
                     if claims.docker_reference.is_empty() {
                         String::new()
                     } else {
                         format!(" as {}", claims.docker_reference)
-                    }
+                    },
+                    signed_by(claims.signer.as_ref())
                 )?,
                 (Err(reason), RegistryOutput::Json) => {
                     eprintln!("rejected {}: {reason}", c.source);
@@ -470,6 +474,12 @@ pub fn verify(args: &VerifyArgs) -> Result<ExitStatus, CmdError> {
     } else {
         ExitStatus::Failure
     })
+}
+
+/// `; signed by IDENTITY (issuer …, repository …)` for a certificate: the signer itself, not
+/// only the policy it matched.
+pub(super) fn signed_by(signer: Option<&opship_oci::cosign::sigstore::CertSigner>) -> String {
+    signer.map_or(String::new(), |s| format!("; signed by {s}"))
 }
 
 /// How many signatures or attestations of one image were found and verified.

@@ -113,11 +113,10 @@ pub fn verify_blob(args: &VerifyBlobArgs) -> Result<ExitStatus, CmdError> {
             for s in &v.skipped {
                 eprintln!("warning: not checked: {s}");
             }
-            let who = match (&v.identity, &v.issuer) {
-                (Some(i), Some(iss)) => format!("{i} (issuer {iss})"),
-                (Some(i), None) => i.clone(),
-                _ => "the key".to_owned(),
-            };
+            let who = v
+                .signer
+                .as_ref()
+                .map_or("the key".to_owned(), ToString::to_string);
             let times = v
                 .times
                 .iter()

@@ -13,7 +13,7 @@ const MAX_RSS_KIB: u64 = 512 * 1024;
 
 /// Runs opship with `args` in `dir` under GNU time (its peak RSS) and, as a safety net for the
 /// machine, an address-space limit of 4 GiB. Returns the run and the peak RSS in KiB.
-fn measured(dir: &Path, args: &[&str]) -> (Run, u64) {
+pub(crate) fn measured(dir: &Path, args: &[&str]) -> (Run, u64) {
     measured_env(dir, args, &[])
 }
 

@@ -643,3 +643,125 @@ fn changed_payload_is_refused_by_all() {
         "the signature does not verify with the public key",
     );
 }
+
+/// cosign 3's default `verify-attestation` reads only an image's Sigstore bundle referrers
+/// once it has any: opship's attestation (no format asked for) is found by cosign 3.1 in every
+/// order of opship signing (`.sig`), cosign 3 signing (a bundle) and opship attesting, and by
+/// cosign 2 (the `.att`) whenever the image has a `.sig`; `attest` says where it wrote what,
+/// and a second attest adds nothing. An image with no signature yet gets both too (cosign 3
+/// may sign it later); `--format cosign2` writes the `.att` alone, as asked.
+#[test]
+fn cosign3_finds_opship_attestations_in_every_order() {
+    let s = Setup::new();
+    let (key, public, _, _) = keys(&s);
+    let predicate = s.path("prov-order.json");
+    std::fs::write(
+        &predicate,
+        r#"{"buildDefinition":{"buildType":"https://example.com/order/v1"},"runDetails":{"builder":{"id":"https://example.com/b"}}}"#,
+    )
+    .unwrap();
+    let attest = |extra: &[&str], image: &str| {
+        run(opship_pw(&s.home, PASSWORD)
+            .args(["attest", "--key"])
+            .arg(&key)
+            .args(["--type", "slsaprovenance1", "--predicate"])
+            .arg(&predicate)
+            .args(extra)
+            .arg(image))
+    };
+    let steps = ["opship sign", "cosign3 sign", "opship attest"];
+    let orders = [
+        [0, 1, 2],
+        [1, 0, 2],
+        [0, 2, 1],
+        [2, 0, 1],
+        [1, 2, 0],
+        [2, 1, 0],
+    ];
+    for (n, order) in orders.iter().enumerate() {
+        let d = crane_image(&s, &format!("bundle:order{n}"), &format!("order {n}"));
+        let image = by_digest(&s, &d);
+        let said: Vec<&str> = order.iter().map(|i| steps[*i]).collect();
+        let what = said.join(", then ");
+        for step in &said {
+            match *step {
+                "opship sign" => {
+                    ok(
+                        run(opship_pw(&s.home, PASSWORD)
+                            .args(["sign", "--key"])
+                            .arg(&key)
+                            .arg(&image)),
+                        &format!("{what}: opship sign"),
+                    );
+                }
+                "cosign3 sign" => {
+                    passes(
+                        cosign_sign(&s, 3, &key, &[], &image),
+                        &format!("{what}: cosign3 sign"),
+                    );
+                }
+                _ => {
+                    let r = ok(attest(&[], &image), &format!("{what}: opship attest"));
+                    assert!(
+                        r.stderr.contains("`.att` for cosign 2: ")
+                            && r.stderr
+                                .contains("; Sigstore bundle referrer for cosign 3: "),
+                        "{what}: {}",
+                        r.stderr
+                    );
+                    assert_eq!(r.stdout.lines().count(), 2, "{what}: {}", r.stdout);
+                }
+            }
+        }
+        let sig_tag = format!("{}/bundle:sha256-{}.sig", s.reg.addr, &d[7..]);
+        assert_eq!(manifest(&sig_tag)["layers"].as_array().unwrap().len(), 1);
+        for major in [3, 2] {
+            passes(
+                cosign_check(
+                    &s,
+                    major,
+                    "verify-attestation",
+                    &public,
+                    &["--type", "slsaprovenance1"],
+                    &image,
+                ),
+                &format!("{what}: cosign{major} verify-attestation"),
+            );
+            passes(
+                cosign_check(&s, major, "verify", &public, &[], &image),
+                &format!("{what}: cosign{major} verify"),
+            );
+        }
+        let again = ok(attest(&[], &image), &format!("{what}: attest again"));
+        assert!(
+            again.stderr.contains("already attested"),
+            "{what}: {}",
+            again.stderr
+        );
+        // opship reads both of its own.
+        let r = ok(
+            run(isolated(&s.home)
+                .args(["verify-attestation", "--key"])
+                .arg(&public)
+                .args(["--type", "slsaprovenance1"])
+                .arg(&image)),
+            &format!("{what}: opship verify-attestation"),
+        );
+        assert!(
+            r.stderr.contains("2 of 2 attestation(s)"),
+            "{what}: {}",
+            r.stderr
+        );
+    }
+    // Asked for cosign 2's format: the `.att` alone, which cosign 3 does not read once a
+    // bundle is there.
+    let d = crane_image(&s, "bundle:asked2", "asked 2");
+    let image = by_digest(&s, &d);
+    passes(cosign_sign(&s, 3, &key, &[], &image), "cosign3 sign");
+    let r = ok(
+        attest(&["--format", "cosign2"], &image),
+        "attest --format cosign2",
+    );
+    assert_eq!(r.stdout.lines().count(), 1, "{}", r.stdout);
+    assert!(r.stdout.trim().ends_with(".att"), "{}", r.stdout);
+}

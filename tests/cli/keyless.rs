@@ -505,10 +505,12 @@ fn attestation_follows_the_images_format() {
                 .arg(&img)),
             "opship attest --key",
         );
+        // With a key, both places: the bundle cosign 3 reads, and the `.att` for cosign 2
+        // readers once a `.sig` comes.
         assert_eq!(
             manifest_status(&reg.addr, repo, &format!("sha256-{}.att", &d[7..])),
-            404,
-            "{by}: the attestation went to .att, not to a bundle"
+            200,
+            "{by}: no .att next to the bundle"
         );
         ok(
             run(cosign(3, &home)
@@ -1034,5 +1036,355 @@ fn catalog_verify_keyless_by_identity() {
         line.starts_with("refused ")
             && line.contains(&format!("certificate identity: expected `{gh}`")),
         "{line}"
+    );
+}
+
+/// An unanchored `--certificate-identity-regexp` matches identities of other repositories
+/// (as cosign's does); every verdict then names the certificate's own identity, issuer and
+/// workflow claims, so the signer is never hidden behind the pattern: `verify` (text, and
+/// `-o json` with cosign's `optional.Subject`/`Issuer`/`githubWorkflow*`, replacing what the
+/// payload claimed there), `verify-attestation`, `catalog verify` (text and JSON), and the
+/// email identity too.
+#[test]
+fn regexp_verdicts_name_the_actual_signer() {
+    let s = stack();
+    let reg = TestRegistry::start(None);
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let sc = s.var("SIGSTORE_SIGNING_CONFIG");
+    let tr = s.var("SIGSTORE_TRUSTED_ROOT");
+    let gh_issuer = s.var("OIDC_ISSUER_URL");
+    let pred = tmp.path().join("prov.json");
+    std::fs::write(&pred, r#"{"buildDefinition":{"buildType":"y"}}"#).unwrap();
+    // Two impostors whose identities contain the trusted repository's path: a branch named
+    // after it, and a workflow file path holding it.
+    let impostors = [
+        (
+            "evil-org/evil-repo",
+            vec![
+                "--claims",
+                "repository=evil-org/evil-repo",
+                "ref=refs/heads/github.com/example-org/example-repo/x",
+            ],
+            "https://github.com/evil-org/evil-repo/.github/workflows/release.yml@refs/heads/github.com/example-org/example-repo/x",
+        ),
+        (
+            "mallory/tools",
+            vec![
+                "--claims",
+                "repository=mallory/tools",
+                "workflow_path=.github/workflows/github.com/example-org/example-repo/a.yml",
+            ],
+            "https://github.com/mallory/tools/.github/workflows/github.com/example-org/example-repo/a.yml@refs/heads/main",
+        ),
+    ];
+    let regexp = [
+        "--certificate-identity-regexp",
+        "github.com/example-org/example-repo/",
+        "--certificate-oidc-issuer",
+        gh_issuer,
+    ];
+    let mut signed = Vec::new();
+    for (i, (repository, claims, identity)) in impostors.iter().enumerate() {
+        let d = image(tmp.path(), &reg.addr, &format!("imp{i}:1"));
+        let img = format!("{}/imp{i}@{d}", reg.addr);
+        // The cosign 2 format, whose payload carries `-a` annotations in `optional`: the
+        // impostor claims the trusted identity there.
+        ok(
+            run(opship_clean(&home)
+                .args(["sign", "--insecure", "--format", "cosign2"])
+                .args(["--signing-config", sc])
+                .args(["-a", &format!("Subject={}", s.var("GITHUB_IDENTITY"))])
+                .args(["-a", "githubWorkflowRepository=example-org/example-repo"])
+                .args(["--identity-token", &s.token("github", &claims[..]), &img])),
+            "impostor sign",
+        );
+        ok(
+            run(opship_clean(&home)
+                .args(["attest", "--insecure", "--signing-config", sc])
+                .args(["--identity-token", &s.token("github", &claims[..])])
+                .args(["--type", "slsaprovenance1", "--predicate"])
+                .arg(&pred)
+                .arg(&img)),
+            "impostor attest",
+        );
+        let verify = |what: &str, extra: &[&str]| {
+            ok(
+                run(opship_clean(&home)
+                    .args([what, "--insecure", "--trusted-root", tr])
+                    .args(regexp)
+                    .args(["--insecure-ignore-sct", "--insecure-ignore-tlog"])
+                    .args(extra)
+                    .arg(&img)),
+                "the unanchored regexp matches the impostor, as cosign's does",
+            )
+        };
+        let r = verify("verify", &[]);
+        let line = r
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("verified "))
+            .unwrap_or_else(|| panic!("{}", r.stdout));
+        assert!(
+            line.contains(&format!(
+                "; signed by {identity} (issuer {gh_issuer}, repository {repository}, ref "
+            )),
+            "{line}"
+        );
+        let r = verify("verify", &["-o", "json"]);
+        let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        let optional = &v[0]["optional"];
+        assert_eq!(optional["Subject"], *identity, "{v}");
+        assert_eq!(optional["Issuer"], gh_issuer, "{v}");
+        assert_eq!(optional["githubWorkflowRepository"], *repository, "{v}");
+        assert_eq!(optional["githubWorkflowTrigger"], "push", "{v}");
+        let r = verify("verify-attestation", &["--type", "slsaprovenance1"]);
+        assert!(
+            r.stdout
+                .contains(&format!("; signed by {identity} (issuer ")),
+            "{}",
+            r.stdout
+        );
+        signed.push((format!("op.v0.{i}.0"), img));
+    }
+
+    // catalog verify: text names the pattern and the signer; JSON carries the signer.
+    let index = tmp.path().join("index");
+    let entries: Vec<(&str, String)> = signed
+        .iter()
+        .map(|(n, i)| (n.as_str(), i.clone()))
+        .collect();
+    crate::catalog_verify::catalog(&index, &entries);
+    let cverify = |extra: &[&str]| {
+        ok(
+            run(opship_clean(&home)
+                .args(["catalog", "verify"])
+                .arg(&index)
+                .args(["--trusted-root", tr, "--insecure-ignore-sct"])
+                .arg("--insecure-ignore-tlog")
+                .args(regexp)
+                .args(extra)),
+            "catalog verify by regexp",
+        )
+    };
+    let r = cverify(&[]);
+    for ((_, _, identity), (name, _)) in impostors.iter().zip(&signed) {
+        let line = r
+            .stdout
+            .lines()
+            .find(|l| l.contains(name.as_str()))
+            .unwrap_or_else(|| panic!("{}", r.stdout));
+        assert!(
+            line.contains("by a certificate for /github.com/example-org/example-repo/")
+                && line.contains(&format!("; signed by {identity} (issuer {gh_issuer}")),
+            "{line}"
+        );
+    }
+    let v: serde_json::Value = serde_json::from_str(&cverify(&["-o", "json"]).stdout).unwrap();
+    for (image, (repository, _, identity)) in v["images"].as_array().unwrap().iter().zip(&impostors)
+    {
+        assert_eq!(image["signer"]["identity"], *identity, "{v}");
+        assert_eq!(image["signer"]["issuer"], gh_issuer, "{v}");
+        assert_eq!(
+            image["signer"]["githubWorkflowRepository"], *repository,
+            "{v}"
+        );
+    }
+
+    // An email identity matched by a pattern is named too.
+    let d = image(tmp.path(), &reg.addr, "mail:1");
+    let img = format!("{}/mail@{d}", reg.addr);
+    ok(
+        run(opship_clean(&home)
+            .args(["sign", "--insecure", "--signing-config", sc])
+            .args([
+                "--identity-token",
+                &s.token("email", &["--claims", "email=eve@example.test"]),
+            ])
+            .arg(&img)),
+        "email sign",
+    );
+    let r = ok(
+        run(opship_clean(&home)
+            .args(["verify", "--insecure", "--trusted-root", tr])
+            .args(["--certificate-identity-regexp", "example"])
+            .args(["--certificate-oidc-issuer-regexp", "127"])
+            .arg("--insecure-ignore-sct")
+            .arg(&img)),
+        "email verify by regexp",
+    );
+    assert!(
+        r.stdout.contains(&format!(
+            "; signed by eve@example.test (issuer {})",
+            s.var("OIDC_EMAIL_ISSUER_URL")
+        )),
+        "{}",
+        r.stdout
+    );
+}
+
+/// `sign --trusted-root` and `attest --trusted-root`, as cosign 3 has them: with the stack's
+/// root, signing (both formats) and attesting verify what Fulcio, Rekor and the timestamp
+/// authority return, and what they write passes cosign 3; with a root whose Fulcio CA, log key
+/// or timestamp authority is another one, exit 2 naming the service and the root, with
+/// nothing in the registry; with `--key`, a usage error; a missing root file, an error before
+/// any service is asked.
+#[test]
+fn sign_with_trusted_root_checks_what_the_services_return() {
+    let s = stack();
+    let reg = TestRegistry::start(None);
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let sc = s.var("SIGSTORE_SIGNING_CONFIG");
+    let tr = s.var("SIGSTORE_TRUSTED_ROOT");
+    let pred = tmp.path().join("prov.json");
+    std::fs::write(&pred, r#"{"buildDefinition":{"buildType":"tr"}}"#).unwrap();
+    let sign = |root: &str, extra: &[&str], img: &str| {
+        run(opship_clean(&home)
+            .args([
+                "sign",
+                "--insecure",
+                "--signing-config",
+                sc,
+                "--trusted-root",
+                root,
+            ])
+            .args(["--identity-token", &s.token("github", &[])])
+            .args(extra)
+            .arg(img))
+    };
+    let who = [
+        "--certificate-identity",
+        s.var("GITHUB_IDENTITY"),
+        "--certificate-oidc-issuer",
+        s.var("OIDC_ISSUER_URL"),
+    ];
+    for (n, format) in ["cosign3", "cosign2"].iter().enumerate() {
+        let d = image(tmp.path(), &reg.addr, &format!("good{n}:1"));
+        let img = format!("{}/good{n}@{d}", reg.addr);
+        ok(sign(tr, &["--format", format], &img), "sign --trusted-root");
+        ok(
+            run(opship_clean(&home)
+                .args([
+                    "attest",
+                    "--insecure",
+                    "--signing-config",
+                    sc,
+                    "--trusted-root",
+                    tr,
+                ])
+                .args(["--identity-token", &s.token("github", &[])])
+                .args(["--type", "slsaprovenance1", "--predicate"])
+                .arg(&pred)
+                .arg(&img)),
+            "attest --trusted-root",
+        );
+        if *format == "cosign3" {
+            ok(
+                cosign3_verify(s, &home, "verify", &who, &img),
+                "cosign3 verify",
+            );
+            let mut att = who.to_vec();
+            att.extend(["--type", "slsaprovenance1"]);
+            ok(
+                cosign3_verify(s, &home, "verify-attestation", &att, &img),
+                "cosign3 verify-attestation",
+            );
+        }
+    }
+
+    // Roots that trust other services than the ones that answer.
+    let root: serde_json::Value = serde_json::from_slice(&std::fs::read(tr).unwrap()).unwrap();
+    let other_key = {
+        let out = Command::new("sh")
+            .args([
+                "-c",
+                "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 2>/dev/null | openssl pkey -pubout -outform DER | base64 -w0",
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert!(!other_key.is_empty());
+    let tsa_certs = root["timestampAuthorities"][0]["certChain"]["certificates"].clone();
+    let ca_certs = root["certificateAuthorities"][0]["certChain"]["certificates"].clone();
+    // Which part of the root is replaced (a JSON pointer), by what, and what the error says.
+    let variants = [
+        (
+            "fulcio",
+            "/certificateAuthorities/0/certChain/certificates",
+            tsa_certs,
+            "the certificate Fulcio at",
+        ),
+        (
+            "rekor",
+            "/tlogs/0/publicKey/rawBytes",
+            serde_json::Value::from(other_key),
+            "what Rekor at",
+        ),
+        (
+            "tsa",
+            "/timestampAuthorities/0/certChain/certificates",
+            ca_certs,
+            "the timestamp authority at",
+        ),
+    ];
+    for (name, pointer, replacement, says) in variants {
+        let mut bad = root.clone();
+        *bad.pointer_mut(pointer).unwrap() = replacement;
+        let file = tmp.path().join(format!("root-{name}.json"));
+        std::fs::write(&file, serde_json::to_vec(&bad).unwrap()).unwrap();
+        for (n, format) in ["cosign3", "cosign2"].iter().enumerate() {
+            let repo = format!("bad{name}{n}");
+            let d = image(tmp.path(), &reg.addr, &format!("{repo}:1"));
+            let img = format!("{}/{repo}@{d}", reg.addr);
+            let r = sign(file.to_str().unwrap(), &["--format", format], &img);
+            assert_eq!(r.code, 2, "{name} {format}: {}", r.stderr);
+            assert!(
+                r.stderr.contains(says)
+                    && r.stderr
+                        .contains(&format!("--trusted-root {}", file.display())),
+                "{name} {format}: {}",
+                r.stderr
+            );
+            assert!(r.stdout.is_empty(), "{}", r.stdout);
+            for tag in [
+                format!("sha256-{}.sig", &d[7..]),
+                format!("sha256-{}", &d[7..]),
+            ] {
+                assert_eq!(
+                    manifest_status(&reg.addr, &repo, &tag),
+                    404,
+                    "{name}: {tag}"
+                );
+            }
+        }
+    }
+
+    // With a key: a usage error; a missing root: named, before any service.
+    let r = run(opship_clean(&home).args([
+        "sign",
+        "--key",
+        "k.key",
+        "--trusted-root",
+        tr,
+        "127.0.0.1:9/x@sha256:00",
+    ]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("cannot be used with"), "{}", r.stderr);
+    let missing = tmp.path().join("no-root.json");
+    let r = run(opship_clean(&home)
+        .args(["sign", "--insecure", "--trusted-root"])
+        .arg(&missing)
+        .args(["--fulcio-url", &format!("http://127.0.0.1:{}", free_port())])
+        .args(["--identity-token", &s.token("github", &[])])
+        .arg(format!("{}/good0@sha256:{}", reg.addr, "0".repeat(64))));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&missing.display().to_string()) && !r.stderr.contains("Fulcio"),
+        "{}",
+        r.stderr
     );
 }

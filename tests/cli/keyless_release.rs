@@ -251,6 +251,41 @@ fn release_signs_keylessly_with_the_actions_token() {
         before,
         "the re-run wrote a signature or attestation"
     );
+
+    // A `verify:` policy by an unanchored pattern: the next run verifies the catalog's bundle
+    // before anything else and names the certificate's own identity, issuer and workflow
+    // claims next to the pattern, on stderr and in the summary.
+    let config = tmp.path().join("bundle/opship.yaml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "verify:\n  certificateIdentityRegexp: 'example-org'\n  certificateOidcIssuer: '{issuer}'\n  trustedRoot: '{}'\n",
+        s.var("SIGSTORE_TRUSTED_ROOT")
+    ));
+    std::fs::write(&config, text).unwrap();
+    let r = ok(
+        release(tmp.path(), &home, &actions, &ns, &["--signing-config", sc]),
+        "keyless re-run with a verify: policy",
+    );
+    let v = json(&r.stdout);
+    let image = &v["verified"][0]["images"][0];
+    assert_eq!(image["verdict"], "verified", "{v}");
+    assert!(
+        image["by"].as_str().unwrap().contains("/example-org/"),
+        "{image}"
+    );
+    assert_eq!(image["signer"]["identity"], identity, "{image}");
+    assert_eq!(image["signer"]["issuer"], issuer, "{image}");
+    assert_eq!(
+        image["signer"]["githubWorkflowRepository"], "example-org/example-repo",
+        "{image}"
+    );
+    assert!(
+        r.stderr.contains(&format!(
+            "; signed by {identity} (issuer {issuer}, repository example-org/example-repo, ref refs/heads/main"
+        )),
+        "{}",
+        r.stderr
+    );
 }
 
 /// Every cosign tag (`sha256-…`) of the repositories with its manifest, as served.

@@ -27,6 +27,7 @@ mod progress;
 mod push_all;
 mod registry;
 mod release;
+mod secrets;
 mod sign;
 mod signals;
 mod support_registry;

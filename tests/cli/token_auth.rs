@@ -288,7 +288,8 @@ fn token_flow_login_push_pull_tags() {
     // A wrong password: refused by the token service, whose answer is quoted; nothing stored.
     let r = run_stdin(
         isolated(&home).args(["login", &reg.addr, "-u", USER, "--password-stdin"]),
-        "wrong\n",
+        // Not a word of the service's answer: a password in an answer is withheld.
+        "n0t-th3-pass\n",
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
@@ -300,7 +301,7 @@ fn token_flow_login_push_pull_tags() {
     assert!(!home.join(".docker/config.json").exists());
     let r = run_stdin(
         isolated(&home).args(["push", "-u", USER, "--password-stdin", &src, &target]),
-        "wrong\n",
+        "n0t-th3-pass\n",
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(

@@ -216,3 +216,129 @@ fn identity_policy_and_insecure_flags() {
     );
     assert!(r.stdout.contains("0 log entries checked"), "{}", r.stdout);
 }
+
+/// A 900 MiB artifact (sparse, made here) signed with an ECDSA P-256 and a P-384 key (SHA-256
+/// and SHA-384 prehashes): `verify-blob` reads it once as a stream and stays under 100 MiB
+/// of peak RSS, verified or refused (one byte changed in the middle).
+#[test]
+fn a_large_artifact_is_streamed_in_bounded_memory() {
+    use base64::Engine as _;
+    use std::io::{Seek as _, SeekFrom, Write as _};
+    const MAX_RSS_KIB: u64 = 100 * 1024;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let openssl = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let artifact = dir.join("big.bin");
+    {
+        let mut f = std::fs::File::create(&artifact).unwrap();
+        f.set_len(900 << 20).unwrap();
+        f.write_all(b"opship large artifact").unwrap();
+        f.seek(SeekFrom::End(-7)).unwrap();
+        f.write_all(b"the end").unwrap();
+    }
+    let sha256 = openssl(&["dgst", "-sha256", "-binary", "big.bin"]);
+    for (curve, hash) in [("P-256", "-sha256"), ("P-384", "-sha384")] {
+        let key = format!("{curve}.key");
+        let public = format!("{curve}.pub");
+        openssl(&[
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            &format!("ec_paramgen_curve:{curve}"),
+            "-out",
+            &key,
+        ]);
+        openssl(&["pkey", "-in", &key, "-pubout", "-out", &public]);
+        let sig = openssl(&["dgst", hash, "-sign", &key, "big.bin"]);
+        let bundle = serde_json::json!({
+            "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+            "verificationMaterial": {"publicKey": {"hint": curve}},
+            "messageSignature": {
+                "messageDigest": {
+                    "algorithm": "SHA2_256",
+                    "digest": base64::engine::general_purpose::STANDARD.encode(&sha256),
+                },
+                "signature": base64::engine::general_purpose::STANDARD.encode(&sig),
+            },
+        });
+        // With the digest hint, and without it (the signature alone then decides).
+        let mut bare = bundle.clone();
+        bare["messageSignature"]
+            .as_object_mut()
+            .unwrap()
+            .remove("messageDigest");
+        let files = [
+            (
+                format!("{curve}.sigstore.json"),
+                "is not the artifact's sha256",
+            ),
+            (
+                format!("{curve}-bare.sigstore.json"),
+                "signature does not verify over the artifact",
+            ),
+        ];
+        std::fs::write(dir.join(&files[0].0), bundle.to_string()).unwrap();
+        std::fs::write(dir.join(&files[1].0), bare.to_string()).unwrap();
+        let verify = |bundle_file: &str| {
+            crate::bounded::measured(
+                dir,
+                &[
+                    "verify-blob",
+                    "--bundle",
+                    bundle_file,
+                    "--key",
+                    &public,
+                    "--insecure-ignore-tlog",
+                    artifact.to_str().unwrap(),
+                ],
+            )
+        };
+        for (file, _) in &files {
+            let (r, kib) = verify(file);
+            assert_eq!(r.code, 0, "{file}: {}{}", r.stdout, r.stderr);
+            assert!(r.stdout.contains("signed by the key"), "{}", r.stdout);
+            assert!(kib < MAX_RSS_KIB, "{file}: peak RSS {kib} KiB");
+        }
+        // One byte changed in the middle: refused, in the same bound.
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&artifact)
+            .unwrap();
+        f.seek(SeekFrom::Start(450 << 20)).unwrap();
+        f.write_all(b"x").unwrap();
+        drop(f);
+        for (file, says) in &files {
+            let (r, kib) = verify(file);
+            assert_eq!(r.code, 1, "{file}: {}{}", r.stdout, r.stderr);
+            assert!(r.stderr.contains(says), "{file}: {}", r.stderr);
+            assert!(kib < MAX_RSS_KIB, "{file}: peak RSS {kib} KiB");
+        }
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&artifact)
+            .unwrap();
+        f.set_len(0).unwrap();
+        f.set_len(900 << 20).unwrap();
+        drop(f);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&artifact)
+            .unwrap();
+        f.write_all(b"opship large artifact").unwrap();
+        f.seek(SeekFrom::End(-7)).unwrap();
+        f.write_all(b"the end").unwrap();
+    }
+}

@@ -42,6 +42,18 @@ impl std::fmt::Debug for Auth {
 }
 
 impl Auth {
+    /// `text` with this password (and its `user:password` base64) withheld: for quoting what
+    /// a server answered to a request that carried it.
+    pub fn withhold(&self, text: &str) -> String {
+        match self {
+            Auth::Anonymous => text.to_owned(),
+            Auth::Basic { username, password } => crate::redact::redact(
+                text,
+                &[password.as_str(), format!("{username}:{password}").as_str()],
+            ),
+        }
+    }
+
     /// The user name, if any.
     pub fn username(&self) -> Option<&str> {
         match self {
@@ -217,9 +229,10 @@ fn lookup_in(config: &serde_json::Value, host: &str, file: &Path) -> Result<Opti
 
 /// Decodes `base64(user:password)`.
 pub fn decode_auth(encoded: &str) -> std::result::Result<Auth, String> {
+    // Not the decoder's message: it names the offending byte and its offset in the secret.
     let bytes = STANDARD
         .decode(encoded.trim())
-        .map_err(|e| format!("not base64: {e}"))?;
+        .map_err(|_| "not base64".to_owned())?;
     let text = String::from_utf8(bytes).map_err(|_| "not UTF-8".to_owned())?;
     let (u, p) = text
         .split_once(':')
@@ -252,10 +265,17 @@ fn helper_get(name: &str, host: &str) -> Result<Found> {
     )
     .map_err(|e| Error::Input(e.to_string()))?;
     if !out.status.success() {
+        // stdout is where a helper writes credentials: quoted only when it is no JSON (the
+        // helpers' "credentials not found" is plain text), and never with a credential shape.
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stdout = if serde_json::from_slice::<serde_json::Value>(&out.stdout).is_ok() {
+            "(a JSON answer, not shown: it may hold credentials)".into()
+        } else {
+            crate::redact::redact(stdout.trim(), &[])
+        };
         return Err(Error::Input(format!(
-            "{program} get {host}: {}{}",
-            String::from_utf8_lossy(&out.stdout).trim(),
-            String::from_utf8_lossy(&out.stderr).trim()
+            "{program} get {host}: {stdout}{}",
+            crate::redact::redact(String::from_utf8_lossy(&out.stderr).trim(), &[])
         )));
     }
     #[derive(serde::Deserialize)]
@@ -264,8 +284,15 @@ fn helper_get(name: &str, host: &str) -> Result<Found> {
         username: String,
         secret: String,
     }
-    let a: Answer = serde_json::from_slice(&out.stdout)
-        .map_err(|e| Error::Input(format!("{program} get: not credentials JSON: {e}")))?;
+    // serde's message quotes the value it did not expect (a numeric secret): only where.
+    let a: Answer = serde_json::from_slice(&out.stdout).map_err(|e| {
+        Error::Input(format!(
+            "{program} get: not credentials JSON with string `Username` and `Secret` (line {}, \
+             column {}; the answer is not shown: it may hold credentials)",
+            e.line(),
+            e.column()
+        ))
+    })?;
     Ok(Found {
         auth: Auth::Basic {
             username: a.username,

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod batch;
 pub mod cosign;
 pub mod error;
+pub mod redact;
 pub mod registry;
 
 pub use auth::Auth;

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use opship_core::config::{Project, VerifyPolicy};
-use opship_oci::cosign::sigstore::{IdentityPolicy, Matcher};
+use opship_oci::cosign::sigstore::{CertSigner, IdentityPolicy, Matcher};
 
 /// Images verified at once.
 const PARALLEL: usize = 8;
@@ -42,6 +42,10 @@ pub enum Verdict {
         by: String,
         /// Signatures found.
         signatures: usize,
+        /// Who the certificate of the signature that verified names (keyless): the signer
+        /// itself, next to the policy (`by`) it matched.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        signer: Option<CertSigner>,
     },
     /// No signature at all.
     Unsigned {
@@ -104,11 +108,21 @@ impl std::fmt::Display for ImageReport {
             format!("{} ({})", self.bundles.join(", "), self.image)
         };
         match &self.verdict {
-            Verdict::Verified { by, signatures } => write!(
-                f,
-                "verified {what}: by {by} ({signatures} signature{} there)",
-                if *signatures == 1 { "" } else { "s" }
-            ),
+            Verdict::Verified {
+                by,
+                signatures,
+                signer,
+            } => {
+                write!(
+                    f,
+                    "verified {what}: by {by} ({signatures} signature{} there)",
+                    if *signatures == 1 { "" } else { "s" }
+                )?;
+                match signer {
+                    Some(s) => write!(f, "; signed by {s}"),
+                    None => Ok(()),
+                }
+            }
             Verdict::Unsigned { location } => {
                 write!(
                     f,
@@ -254,10 +268,11 @@ fn fold(reports: Vec<(&str, opship_oci::Result<verification::Report>)>, several:
         match report {
             Err(e) => reasons.push(format!("{prefix}{e}")),
             Ok(report) => {
-                if !report.verified().is_empty() {
+                if let Some(claims) = report.verified().first() {
                     return Verdict::Verified {
                         by: name.to_owned(),
                         signatures: report.checked.len(),
+                        signer: claims.signer.clone(),
                     };
                 }
                 location = report.location.clone();

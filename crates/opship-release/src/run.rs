@@ -170,11 +170,13 @@ pub(crate) fn release(
     };
     // The `verify:` policy: every bundle the catalogs already reference, before anything is
     // written or pushed (the bundle this release adds is signed by the release itself).
-    if let Some(policy) = &plan.project.config.verify
-        && let Some(refused) = verify_catalogs(&plan, policy, &options, &rt, on_event)?
-    {
-        return Ok(refused);
-    }
+    let verified = match &plan.project.config.verify {
+        Some(policy) => match verify_catalogs(&plan, policy, &options, &rt, on_event)? {
+            Ok(verified) => verified,
+            Err(refused) => return Ok(refused),
+        },
+        None => Vec::new(),
+    };
     let provenance = match source {
         Some(source) => Some((
             source.join().unwrap_or(None),
@@ -215,19 +217,21 @@ pub(crate) fn release(
         .collect();
     let mut summary = summary;
     summary.files_changed = changed;
+    summary.verified = verified;
     summary.steps = std::mem::take(&mut r.plan.steps);
     Ok(Outcome::Released(Box::new(summary)))
 }
 
 /// Applies the `verify:` policy to each catalog target that exists; the first catalog with an
-/// image that does not pass stops the release (`Outcome::CatalogUnverified`).
+/// image that does not pass stops the release (`Outcome::CatalogUnverified`). Each verified
+/// image is said with who signed it.
 fn verify_catalogs(
     plan: &Plan,
     policy: &opship_core::config::VerifyPolicy,
     options: &Options<'_>,
     rt: &tokio::runtime::Runtime,
     on_event: &mut dyn FnMut(&Event<'_>),
-) -> Result<Option<Outcome>> {
+) -> Result<std::result::Result<Vec<crate::summary::VerifiedCatalog>, Outcome>> {
     use crate::catalog_verify;
     let verify = catalog_verify::Options {
         verifiers: catalog_verify::verifiers_of(&plan.project, policy)?,
@@ -242,6 +246,7 @@ fn verify_catalogs(
         o.insecure |= options.insecure;
         Ok(Registry::new(r, found.auth, o))
     };
+    let mut verified = Vec::new();
     for target in &plan.catalogs {
         if !target.dir.is_dir() {
             continue;
@@ -252,18 +257,25 @@ fn verify_catalogs(
             &connect,
         ))?;
         if !result.passed() {
-            return Ok(Some(Outcome::CatalogUnverified {
+            return Ok(Err(Outcome::CatalogUnverified {
                 dir: target.dir.clone(),
                 verification: result,
             }));
+        }
+        for image in &result.images {
+            on_event(&Event::Note(&image.to_string()));
         }
         on_event(&Event::Note(&format!(
             "verified the signatures of the {} image(s) of the catalog {}",
             result.images.len(),
             s(&target.dir)
         )));
+        verified.push(crate::summary::VerifiedCatalog {
+            dir: s(&target.dir),
+            images: result.images,
+        });
     }
-    Ok(None)
+    Ok(Ok(verified))
 }
 
 /// The project's release lock: an exclusive lock on its `.opship/` directory (created when
@@ -881,6 +893,7 @@ impl Runner<'_> {
             chart,
             steps: Vec::new(),
             files_changed: Vec::new(),
+            verified: Vec::new(),
         }))
     }
 

@@ -29,6 +29,19 @@ pub struct Summary {
     /// Files under the places a release writes whose content changed or that appeared
     /// (`… (removed)` for those that went).
     pub files_changed: Vec<String>,
+    /// The catalogs the `verify:` policy checked before the release, with each image's
+    /// verdict and signer.
+    pub verified: Vec<VerifiedCatalog>,
+}
+
+/// A catalog whose images passed the `verify:` policy.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VerifiedCatalog {
+    /// The catalog directory.
+    pub dir: String,
+    /// Each image: the policy that matched and who signed (`signer`, for certificates).
+    pub images: Vec<crate::catalog_verify::ImageReport>,
 }
 
 /// The bundle.
@@ -157,6 +170,7 @@ impl Summary {
                 "digest": st.digest,
             })).collect::<Vec<_>>(),
             "filesChanged": self.files_changed,
+            "verified": self.verified,
         })
     }
 }

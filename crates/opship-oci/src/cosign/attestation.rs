@@ -159,6 +159,39 @@ pub enum Format {
     Att,
     /// A Sigstore bundle referrer (cosign 3's default).
     Bundle,
+    /// Both, signed separately: cosign 2 reads only the `.att`, and cosign 3 reads only the
+    /// bundle referrers once the image has any (a cosign 3 signature, before or after).
+    Both,
+}
+
+/// The format of an attestation nobody chose one for. With a key: both, always: a key
+/// signature is a `.sig` (cosign 2 readers, skopeo) unless asked otherwise, and cosign 3,
+/// which reads only bundles once the image has one, may sign before or after. Keylessly, from
+/// what the image already has: a `.sig` or `.att` → both; otherwise a bundle (cosign 3's
+/// format throughout, as keyless `sign` writes).
+pub async fn auto_format(
+    registry: &Registry,
+    reference: &Reference,
+    digest: &Digest,
+    keyless: bool,
+) -> Result<Format> {
+    use super::signing::{Format as Sig, existing_format};
+    if !keyless {
+        return Ok(Format::Both);
+    }
+    Ok(match existing_format(registry, reference, digest).await? {
+        Some(Sig::Cosign2) => Format::Both,
+        Some(Sig::Cosign3) | None => Format::Bundle,
+    })
+}
+
+/// One report of the two writes of [`Format::Both`]: both places, added when either was.
+fn both(att: AttestReport, bundle: AttestReport) -> AttestReport {
+    AttestReport {
+        added: att.added || bundle.added,
+        also: Some(bundle.location),
+        ..att
+    }
 }
 
 /// What an attest did.
@@ -166,8 +199,10 @@ pub enum Format {
 pub struct AttestReport {
     /// The attested image.
     pub digest: Digest,
-    /// Where the attestation is.
+    /// Where the attestation is (with [`Format::Both`], the `.att`).
     pub location: String,
+    /// With [`Format::Both`], the bundle referrer's place.
+    pub also: Option<String>,
     /// Whether one was added (false: the same statement, verifying with the key, was there).
     pub added: bool,
     /// sha256 of the predicate JSON as signed.
@@ -218,6 +253,23 @@ pub async fn attest(
     predicate: &Predicate,
     format: Format,
 ) -> Result<AttestReport> {
+    if format == Format::Both {
+        let att = attest_in(registry, reference, digest, key, predicate, Format::Att).await?;
+        let bundle = attest_in(registry, reference, digest, key, predicate, Format::Bundle).await?;
+        return Ok(both(att, bundle));
+    }
+    attest_in(registry, reference, digest, key, predicate, format).await
+}
+
+/// [`attest`] in one place (`Att` or `Bundle`).
+async fn attest_in(
+    registry: &Registry,
+    reference: &Reference,
+    digest: &Digest,
+    key: &PrivateKey,
+    predicate: &Predicate,
+    format: Format,
+) -> Result<AttestReport> {
     let body = statement(&identity_of(reference), digest, predicate);
     let predicate_digest = predicate.digest();
     if format == Format::Bundle {
@@ -236,6 +288,7 @@ pub async fn attest(
         .await?;
         return Ok(AttestReport {
             digest: digest.clone(),
+            also: None,
             location,
             added,
             predicate_digest,
@@ -256,6 +309,7 @@ pub async fn attest(
         if same {
             return Ok(AttestReport {
                 digest: digest.clone(),
+                also: None,
                 location: format!("{location} (kept: the same statement is signed there)"),
                 added: false,
                 predicate_digest,
@@ -276,6 +330,7 @@ pub async fn attest(
     .await?;
     Ok(AttestReport {
         digest: digest.clone(),
+        also: None,
         location,
         added: true,
         predicate_digest,
@@ -343,7 +398,7 @@ fn open_layer(
             };
             let sha = sha256_bytes(digest)
                 .ok_or_else(|| format!("{digest}: keyless statements name sha256 digests"))?;
-            verify_cosign2(
+            let v = verify_cosign2(
                 cosign2_material(annotations)?,
                 Cosign2Content::Dsse {
                     payload_type: &env.payload_type,
@@ -355,7 +410,9 @@ fn open_layer(
                 &k.root,
                 k.options,
             )?;
-            Statement::parse(&env.payload)
+            let mut st = Statement::parse(&env.payload)?;
+            st.signer = v.signer;
+            Ok(st)
         }
     }
 }
@@ -486,6 +543,32 @@ pub async fn attest_keyless(
     predicate: &Predicate,
     format: Format,
 ) -> Result<AttestReport> {
+    if format == Format::Both {
+        let att =
+            attest_keyless_in(registry, reference, digest, session, predicate, Format::Att).await?;
+        let bundle = attest_keyless_in(
+            registry,
+            reference,
+            digest,
+            session,
+            predicate,
+            Format::Bundle,
+        )
+        .await?;
+        return Ok(both(att, bundle));
+    }
+    attest_keyless_in(registry, reference, digest, session, predicate, format).await
+}
+
+/// [`attest_keyless`] in one place (`Att` or `Bundle`).
+async fn attest_keyless_in(
+    registry: &Registry,
+    reference: &Reference,
+    digest: &Digest,
+    session: &super::keyless::Session,
+    predicate: &Predicate,
+    format: Format,
+) -> Result<AttestReport> {
     let body = statement(&identity_of(reference), digest, predicate);
     let predicate_digest = predicate.digest();
     if format == Format::Bundle {
@@ -502,6 +585,7 @@ pub async fn attest_keyless(
         .await?;
         return Ok(AttestReport {
             digest: digest.clone(),
+            also: None,
             location,
             added: true,
             predicate_digest,
@@ -522,6 +606,7 @@ pub async fn attest_keyless(
     .await?;
     Ok(AttestReport {
         digest: digest.clone(),
+        also: None,
         location,
         added: true,
         predicate_digest,

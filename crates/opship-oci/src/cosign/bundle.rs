@@ -79,6 +79,8 @@ pub struct Statement {
     pub predicate_type: String,
     /// The whole statement.
     pub json: serde_json::Value,
+    /// Who the certificate says signed, when verified keylessly.
+    pub signer: Option<crate::cosign::sigstore::CertSigner>,
 }
 
 impl Statement {
@@ -94,6 +96,7 @@ impl Statement {
         Ok(Statement {
             predicate_type,
             json,
+            signer: None,
         })
     }
 
@@ -366,7 +369,9 @@ pub fn open_with(
             let payload = v
                 .statement
                 .ok_or("the bundle is a message signature, not a DSSE statement")?;
-            Statement::parse(&payload)
+            let mut st = Statement::parse(&payload)?;
+            st.signer = v.signer;
+            Ok(st)
         }
     }
 }

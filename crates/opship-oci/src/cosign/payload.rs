@@ -58,6 +58,9 @@ pub struct Claims {
     pub optional: serde_json::Map<String, serde_json::Value>,
     /// The whole payload.
     pub json: serde_json::Value,
+    /// Who the certificate says signed, when verified keylessly (set by verification, never
+    /// read from the payload).
+    pub signer: Option<crate::cosign::sigstore::CertSigner>,
 }
 
 /// Reads the claims of a payload; the reason when it is not a simple-signing payload.
@@ -89,6 +92,7 @@ pub fn parse(bytes: &[u8]) -> Result<Claims, String> {
         kind,
         optional,
         json,
+        signer: None,
     })
 }
 

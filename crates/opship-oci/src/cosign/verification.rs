@@ -212,7 +212,7 @@ pub fn check(
     let der = STANDARD
         .decode(b64.trim())
         .map_err(|e| format!("the signature annotation is not base64 ({e})"))?;
-    match verifier {
+    let signer = match verifier {
         Verifier::Key(key) => {
             if !key.verifies(&der, payload) {
                 return Err(
@@ -221,6 +221,7 @@ pub fn check(
                         .into(),
                 );
             }
+            None
         }
         Verifier::Keyless(k) => {
             use crate::cosign::sigstore::Artifact;
@@ -232,10 +233,12 @@ pub fn check(
                 &k.signer(),
                 &k.root,
                 k.options,
-            )?;
+            )?
+            .signer
         }
-    }
-    let claims = payload::parse(payload)?;
+    };
+    let mut claims = payload::parse(payload)?;
+    claims.signer = signer;
     if claims.kind != payload::TYPE {
         return Err(format!(
             "the payload's critical.type is `{}`, not `{}`",
@@ -427,6 +430,7 @@ async fn judge_referrers(
                 kind: bundle::PREDICATE_TYPE.to_owned(),
                 optional: notes,
                 json: st.json,
+                signer: st.signer,
             })
         });
         out.push(Checked {

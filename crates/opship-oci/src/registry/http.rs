@@ -184,6 +184,11 @@ pub(crate) struct Settings {
 }
 
 impl Http {
+    /// `text` (what the registry answered) with this client's password withheld.
+    fn withhold(&self, text: &str) -> String {
+        self.auth.withhold(text)
+    }
+
     pub(crate) fn new(host: String, auth: Auth, s: Settings) -> Self {
         // No overall per-request timeout here: the deadline covers the whole command and the
         // idle timeout every read, so a large blob may take as long as it keeps arriving.
@@ -432,7 +437,7 @@ impl Http {
                 error: Box::new(Error::Unauthorized {
                     registry: self.host.clone(),
                     user: user_suffix(self.auth.username()),
-                    answer: format!("token service: {}", describe_body(&body)),
+                    answer: self.withhold(&format!("token service: {}", describe_body(&body))),
                 }),
                 transient: transient_status(status),
             });
@@ -454,9 +459,14 @@ impl Http {
             Failure::from(Error::Registry {
                 registry: self.host.clone(),
                 status: "an unusable answer".into(),
+                // Neither serde's message (it quotes values) nor the body (a token the
+                // service mangled is still a token): where it broke, and the size.
                 answer: format!(
-                    "the token service's answer is not token JSON ({e}): {}",
-                    quote(&body)
+                    "the token service's answer is not token JSON (line {}, column {}; {} \
+                     bytes, not shown: it may hold a token)",
+                    e.line(),
+                    e.column(),
+                    body.len()
                 ),
             })
         })?;
@@ -611,7 +621,10 @@ impl Http {
             Error::Unauthorized {
                 registry: self.host.clone(),
                 user: user_suffix(self.auth.username()),
-                answer: format!("{status}: {} (for {request})", describe_body(&body)),
+                answer: self.withhold(&format!(
+                    "{status}: {} (for {request})",
+                    describe_body(&body)
+                )),
             }
         } else if envelope.is_none() && !api_header && from_registry_host {
             let mut details = vec!["no Docker-Distribution-API-Version header".to_owned()];
@@ -628,14 +641,14 @@ impl Http {
                 answer: if body.is_empty() {
                     "(empty body)".into()
                 } else {
-                    quote(&body)
+                    self.withhold(&quote(&body))
                 },
             }
         } else {
             Error::Registry {
                 registry: self.host.clone(),
                 status: status.to_string(),
-                answer: format!("{} (for {request})", describe_body(&body)),
+                answer: self.withhold(&format!("{} (for {request})", describe_body(&body))),
             }
         };
         Failure {
@@ -743,19 +756,22 @@ fn envelope(body: &[u8]) -> Option<String> {
 
 /// The error codes of a distribution error body, or a short quote of the body.
 pub(crate) fn describe_body(body: &[u8]) -> String {
-    envelope(body).unwrap_or_else(|| {
-        if body.iter().all(u8::is_ascii_whitespace) {
-            "(empty body)".into()
-        } else {
-            quote(body)
-        }
-    })
+    envelope(body)
+        .map(|e| crate::redact::redact(&e, &[]))
+        .unwrap_or_else(|| {
+            if body.iter().all(u8::is_ascii_whitespace) {
+                "(empty body)".into()
+            } else {
+                quote(body)
+            }
+        })
 }
 
 /// At most [`QUOTE_CHARS`] characters of `body`, whitespace runs folded, marked when cut.
 pub(crate) fn quote(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
-    let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Credentials an answer echoes (a token, a password) are withheld before it is cut.
+    let folded = crate::redact::redact(&text.split_whitespace().collect::<Vec<_>>().join(" "), &[]);
     let mut out: String = folded.chars().take(QUOTE_CHARS).collect();
     if out.len() < folded.len() {
         out.push_str(&format!("… ({} bytes in all)", body.len()));

@@ -90,7 +90,16 @@ pub async fn certificate(
         },
     });
     let url = format!("{base}/api/v2/signingCert");
-    let answer = post_json(service, &url, &request, 1 << 20).await?;
+    // A refusal that quotes the request back (or any piece of the token) is told without it.
+    let raw = token.raw();
+    let mut pieces: Vec<&str> = raw.split('.').collect();
+    pieces.push(raw);
+    let answer = post_json(service, &url, &request, 1 << 20)
+        .await
+        .map_err(|e| match e {
+            Error::Keyless(m) => Error::Keyless(crate::redact::redact(&m, &pieces)),
+            other => other,
+        })?;
     parse_answer(&answer, &url, key, token)
 }
 

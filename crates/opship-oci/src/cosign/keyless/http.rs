@@ -54,10 +54,11 @@ fn chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-/// The first bytes of an answer, as text, for an error message.
+/// The first bytes of an answer, as text, for an error message; credentials it may echo
+/// (the identity token Fulcio was sent) withheld.
 pub fn quote(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(600)]);
-    let one = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let one = crate::redact::redact(&text.split_whitespace().collect::<Vec<_>>().join(" "), &[]);
     if bytes.len() > 600 {
         format!("{one} …")
     } else {
@@ -131,7 +132,7 @@ pub async fn post_or_get(
     if !status.is_success() {
         return Err(Error::Keyless(format!(
             "{name} at {url} refused ({status}): {}",
-            quote(&bytes)
+            crate::redact::redact(&quote(&bytes), &bearer.into_iter().collect::<Vec<_>>())
         )));
     }
     Ok(bytes)

@@ -180,7 +180,8 @@ impl IdentityToken {
 }
 
 /// The environment keyless signing reads (passed in, so that callers and tests decide).
-#[derive(Debug, Clone, Default)]
+/// Its `Debug` says which variables are set, never their values.
+#[derive(Clone, Default)]
 pub struct TokenEnv {
     /// `SIGSTORE_ID_TOKEN`.
     pub sigstore_id_token: Option<String>,
@@ -188,6 +189,17 @@ pub struct TokenEnv {
     pub actions_url: Option<String>,
     /// `ACTIONS_ID_TOKEN_REQUEST_TOKEN`.
     pub actions_token: Option<String>,
+}
+
+impl std::fmt::Debug for TokenEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = |v: &Option<String>| if v.is_some() { "set" } else { "unset" };
+        f.debug_struct("TokenEnv")
+            .field("sigstore_id_token", &set(&self.sigstore_id_token))
+            .field("actions_url", &self.actions_url)
+            .field("actions_token", &set(&self.actions_token))
+            .finish()
+    }
 }
 
 impl TokenEnv {
@@ -225,12 +237,21 @@ pub async fn obtain(
             );
             return IdentityToken::parse(&text, Source::File(path.display().to_string()));
         }
+        // The value is never quoted: a token that is not quite a JWT is still a credential.
         if !f.contains('.') {
-            return Err(Error::Keyless(format!(
-                "--identity-token `{f}`: no such file, and not a JWT either"
-            )));
+            return Err(Error::Keyless(
+                "--identity-token: no file of that name, and the value is not a JWT either \
+                 (three base64url parts separated by dots); the value is not shown, it may be \
+                 a secret"
+                    .into(),
+            ));
         }
-        return IdentityToken::parse(f, Source::Argument);
+        return IdentityToken::parse(f, Source::Argument).map_err(|e| match e {
+            Error::Keyless(m) if m.contains("is not a JWT") => Error::Keyless(format!(
+                "{m} (and no file of that name exists; the value is not shown)"
+            )),
+            other => other,
+        });
     }
     if let Some(t) = &env.sigstore_id_token {
         return IdentityToken::parse(t, Source::Environment);

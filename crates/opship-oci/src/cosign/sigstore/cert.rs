@@ -156,6 +156,37 @@ pub enum GithubClaim {
 }
 
 impl GithubClaim {
+    /// Every claim, in the order they are reported.
+    pub const ALL: [GithubClaim; 5] = [
+        GithubClaim::Repository,
+        GithubClaim::Ref,
+        GithubClaim::Name,
+        GithubClaim::Trigger,
+        GithubClaim::Sha,
+    ];
+
+    /// The key cosign's `verify -o json` gives the claim in `optional`.
+    pub fn key(self) -> &'static str {
+        match self {
+            GithubClaim::Trigger => "githubWorkflowTrigger",
+            GithubClaim::Sha => "githubWorkflowSha",
+            GithubClaim::Name => "githubWorkflowName",
+            GithubClaim::Repository => "githubWorkflowRepository",
+            GithubClaim::Ref => "githubWorkflowRef",
+        }
+    }
+
+    /// A short name for text output.
+    pub fn label(self) -> &'static str {
+        match self {
+            GithubClaim::Trigger => "trigger",
+            GithubClaim::Sha => "sha",
+            GithubClaim::Name => "workflow",
+            GithubClaim::Repository => "repository",
+            GithubClaim::Ref => "ref",
+        }
+    }
+
     fn oid(self) -> &'static str {
         match self {
             GithubClaim::Trigger => "1.3.6.1.4.1.57264.1.2",
@@ -218,6 +249,99 @@ impl std::fmt::Display for Matcher {
     }
 }
 
+/// Who a certificate says signed: what verdicts report next to the policy that matched, so a
+/// pattern that matched is never all a reader sees (`/example-org/` also matches
+/// `https://github.com/evil-org/example-org-fork/…`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CertSigner {
+    /// The subject alternative name (email or URI) the policy matched; the first one when the
+    /// policy names none.
+    pub identity: String,
+    /// The OIDC issuer Fulcio recorded.
+    pub issuer: Option<String>,
+    /// The GitHub workflow claims present, under cosign's keys (`githubWorkflowRepository`…).
+    #[serde(flatten)]
+    pub claims: std::collections::BTreeMap<&'static str, String>,
+}
+
+impl CertSigner {
+    /// What `cert` says, with the identity `policy` matched.
+    pub fn of(cert: &Certificate, policy: Option<&IdentityPolicy>) -> Self {
+        let names = subjects(cert);
+        let matched = policy
+            .and_then(|p| p.subject.as_ref())
+            .and_then(|m| names.iter().find(|s| m.matches(s)));
+        let identity = matched.or(names.first()).cloned().unwrap_or_default();
+        let claims = GithubClaim::ALL
+            .into_iter()
+            .filter_map(|c| c.value(cert).map(|v| (c.key(), v)))
+            .collect();
+        CertSigner {
+            identity,
+            issuer: oidc_issuer(cert),
+            claims,
+        }
+    }
+}
+
+impl CertSigner {
+    /// A verified payload as `cosign verify -o json` prints it for a certificate: `optional`
+    /// gets `Subject`, `Issuer` and the workflow claims (replacing what the payload says
+    /// there, which anyone could have signed).
+    pub fn cosign_json(&self, payload: &serde_json::Value) -> serde_json::Value {
+        let mut out = payload.clone();
+        if let Some(o) = out.as_object_mut() {
+            let optional = o
+                .entry("optional")
+                .or_insert_with(|| serde_json::Value::Object(Default::default()));
+            if !optional.is_object() {
+                *optional = serde_json::Value::Object(Default::default());
+            }
+            if let Some(m) = optional.as_object_mut() {
+                m.insert("Subject".into(), self.identity.clone().into());
+                m.insert(
+                    "Issuer".into(),
+                    self.issuer.clone().unwrap_or_default().into(),
+                );
+                for (k, v) in &self.claims {
+                    m.insert((*k).into(), v.clone().into());
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Certificate text as printed: control characters escaped, so a crafted name cannot rewrite
+/// the terminal line that reports it.
+fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+impl std::fmt::Display for CertSigner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", printable(&self.identity))?;
+        let mut parts = vec![format!(
+            "issuer {}",
+            self.issuer.as_deref().map_or("none".to_owned(), printable)
+        )];
+        for c in GithubClaim::ALL {
+            if let Some(v) = self.claims.get(c.key()) {
+                parts.push(format!("{} {}", c.label(), printable(v)));
+            }
+        }
+        write!(f, " ({})", parts.join(", "))
+    }
+}
+
 /// Who must have signed: the certificate's identity, its issuer and workflow claims.
 #[derive(Debug, Clone, Default)]
 pub struct IdentityPolicy {
@@ -270,6 +394,11 @@ impl IdentityPolicy {
         }
         Ok(())
     }
+}
+
+/// Whether `cert` embeds an SCT list (RFC 6962 §3.3).
+pub fn has_sct(cert: &Certificate) -> bool {
+    extension(cert, SCT_LIST).is_some()
 }
 
 /// The precertificate TBS an SCT signs: the certificate's TBS without the SCT list.

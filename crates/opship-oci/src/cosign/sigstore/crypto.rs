@@ -132,6 +132,28 @@ impl VerifyKey {
             .is_ok()
     }
 
+    /// The hash this key signs a message with (Sigstore's key details), or `None` for
+    /// Ed25519, which signs the message itself: what a streamed artifact is hashed with.
+    pub fn message_hash(&self) -> Option<&'static aws_lc_rs::digest::Algorithm> {
+        use aws_lc_rs::digest::{SHA256, SHA384, SHA512};
+        match self.family {
+            Family::P256 | Family::Rsa => Some(&SHA256),
+            Family::P384 => Some(&SHA384),
+            Family::P521 => Some(&SHA512),
+            Family::Ed25519 => None,
+        }
+    }
+
+    /// Whether `sig` is this key's signature over the message whose [`Self::message_hash`]
+    /// is `digest` (false for Ed25519, which needs the message).
+    pub fn verifies_digest(&self, digest: &aws_lc_rs::digest::Digest, sig: &[u8]) -> bool {
+        self.message_hash()
+            .is_some_and(|h| std::ptr::eq(h, digest.algorithm()))
+            && UnparsedPublicKey::new(self.alg, &self.raw)
+                .verify_digest(digest, sig)
+                .is_ok()
+    }
+
     /// Whether `sig` is this key's signature over `message` hashed with `hash` (Ed25519
     /// signs the message itself and ignores it).
     pub fn verifies_with(&self, hash: Hash, message: &[u8], sig: &[u8]) -> bool {

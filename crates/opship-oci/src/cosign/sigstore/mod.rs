@@ -12,7 +12,7 @@ pub mod tlog;
 pub mod trust;
 pub mod verify;
 
-pub use cert::{GithubClaim, IdentityPolicy, Matcher};
+pub use cert::{CertSigner, GithubClaim, IdentityPolicy, Matcher};
 pub use crypto::VerifyKey;
 pub use tlog::{Checkpoint, InclusionProof, VerifiedEntry};
 pub use trust::{CertificateAuthority, TimeRange, TransparencyLog, TrustedRoot};

@@ -26,13 +26,22 @@ pub enum Artifact<'a> {
     /// Only its SHA-256 digest (an image manifest): enough for DSSE envelopes, whose statement
     /// names the digest; message signatures need the bytes.
     Sha256(&'a [u8; 32]),
+    /// Read once as a stream: its SHA-256, and its digest with the hash of the key that
+    /// signed it (the same digest for SHA-256 keys), which a message signature is checked
+    /// over without the bytes.
+    Streamed {
+        /// SHA-256.
+        sha256: &'a [u8; 32],
+        /// The digest with [`VerifyKey::message_hash`] of the signing key.
+        digest: &'a aws_lc_rs::digest::Digest,
+    },
 }
 
 impl Artifact<'_> {
     fn sha256(&self) -> [u8; 32] {
         match self {
             Artifact::Bytes(b) => Sha256::digest(b).into(),
-            Artifact::Sha256(d) => **d,
+            Artifact::Sha256(d) | Artifact::Streamed { sha256: d, .. } => **d,
         }
     }
 }
@@ -58,10 +67,9 @@ pub struct Options {
 /// What a verified bundle established.
 #[derive(Debug, Clone)]
 pub struct Verified {
-    /// The certificate's identity (email or URI), when signed keylessly.
-    pub identity: Option<String>,
-    /// The certificate's OIDC issuer.
-    pub issuer: Option<String>,
+    /// Who the certificate says signed (identity, issuer, workflow claims), when signed
+    /// keylessly.
+    pub signer: Option<cert::CertSigner>,
     /// Verified signing times and their source (`rekor integrated time`, `timestamp by …`).
     pub times: Vec<(String, DateTime<Utc>)>,
     /// Checks skipped on request, for the caller to say.
@@ -541,10 +549,14 @@ fn verify_parsed(
                     hex(&digest)
                 ));
             }
-            let Artifact::Bytes(b) = artifact else {
-                return Err("bundle: a message signature needs the artifact's bytes".into());
+            let verifies = match artifact {
+                Artifact::Bytes(b) => key.verifies(b, signature),
+                Artifact::Streamed { digest, .. } => key.verifies_digest(digest, signature),
+                Artifact::Sha256(_) => {
+                    return Err("bundle: a message signature needs the artifact's bytes".into());
+                }
             };
-            if !key.verifies(b, signature) {
+            if !verifies {
                 return Err(format!(
                     "bundle: the signature does not verify over the artifact with the {} key",
                     key.kind()
@@ -641,7 +653,7 @@ fn verify_parsed(
     }
 
     // The certificate at those times, and who it names.
-    let (mut identity, mut issuer) = (None, None);
+    let mut who = None;
     if let Some((c, der)) = &leaf {
         let (nb, na) = cert::validity(c);
         for (what, t) in &times {
@@ -676,12 +688,14 @@ fn verify_parsed(
             }
             policy.check(c)?;
         }
-        identity = cert::subjects(c).into_iter().next();
-        issuer = cert::oidc_issuer(c);
+        let policy = match signer {
+            Signer::Identity(p) => Some(p),
+            Signer::Key(_) => None,
+        };
+        who = Some(cert::CertSigner::of(c, policy));
     }
     Ok(Verified {
-        identity,
-        issuer,
+        signer: who,
         times,
         skipped,
         statement,
@@ -710,7 +724,8 @@ pub struct BlobRequest {
     pub options: Options,
 }
 
-/// Upper bound of an artifact given to `verify-blob` (read into memory).
+/// Upper bound of an artifact `verify-blob` must hold in memory: only one signed by an Ed25519
+/// key with a message signature (Ed25519 signs the message itself); others are streamed.
 const MAX_ARTIFACT: u64 = 1 << 30;
 
 /// Upper bound of a bundle file (they are a few kilobytes; cosign's limit is similar).
@@ -770,16 +785,96 @@ pub fn verify_blob(
         }
     };
     let bundle = read_bounded(&req.bundle, MAX_BUNDLE)?;
-    // A message signature is verified over the artifact's bytes, so it is read whole,
-    // within a bound.
-    let artifact = read_bounded(&req.artifact, MAX_ARTIFACT)?;
-    std::fs::read(&req.artifact).map_err(|e| crate::error::Error::io(&req.artifact, e))?;
-    Ok(verify_bundle(
-        &bundle,
-        Artifact::Bytes(&artifact),
-        &signer,
-        &root,
-        req.options,
-    )
-    .map_err(|e| format!("{}: {e}", req.bundle.display())))
+    let refused = |e: String| format!("{}: {e}", req.bundle.display());
+    let parsed = match parse(&bundle) {
+        Ok(p) => p,
+        Err(e) => return Ok(Err(refused(e))),
+    };
+    // The artifact is read once, hashed as it goes, with the hash the signing key uses; only
+    // an Ed25519 message signature needs the bytes themselves.
+    let result = match message_hash(&parsed, &signer) {
+        Some(hash) => {
+            let (sha256, digest) = stream_digests(&req.artifact, hash)?;
+            verify_parsed(
+                &parsed,
+                Artifact::Streamed {
+                    sha256: &sha256,
+                    digest: &digest,
+                },
+                &signer,
+                &root,
+                req.options,
+            )
+        }
+        None => {
+            let artifact = read_bounded(&req.artifact, MAX_ARTIFACT)?;
+            verify_parsed(
+                &parsed,
+                Artifact::Bytes(&artifact),
+                &signer,
+                &root,
+                req.options,
+            )
+        }
+    };
+    Ok(result.map_err(refused))
+}
+
+/// The hash a message signature of `bundle` is made with (its signer's key), SHA-256 when
+/// the key cannot be told (verification then names the problem) or for a DSSE envelope;
+/// `None` for an Ed25519 message signature.
+fn message_hash(bundle: &Bundle, signer: &Signer) -> Option<&'static aws_lc_rs::digest::Algorithm> {
+    let sha256 = Some(&aws_lc_rs::digest::SHA256);
+    if matches!(bundle.content, Content::Dsse { .. }) {
+        return sha256;
+    }
+    let key = match (signer, &bundle.material) {
+        (Signer::Key(k), _) => Some(k.clone()),
+        (Signer::Identity(_), Material::Certificate(der)) => Certificate::from_der(der)
+            .ok()
+            .and_then(|c| cert::spki_der(&c).ok())
+            .and_then(|d| VerifyKey::from_spki_der(&d).ok()),
+        (Signer::Identity(_), Material::PublicKey(_)) => None,
+    };
+    match key {
+        Some(k) => k.message_hash(),
+        None => sha256,
+    }
+}
+
+/// One pass over the regular file `path` in fixed-size chunks: its SHA-256 and its digest
+/// with `hash` (memory stays at one chunk whatever the size).
+fn stream_digests(
+    path: &std::path::Path,
+    hash: &'static aws_lc_rs::digest::Algorithm,
+) -> crate::error::Result<([u8; 32], aws_lc_rs::digest::Digest)> {
+    use aws_lc_rs::digest::{Context, SHA256};
+    use std::io::Read as _;
+    let io = |e| crate::error::Error::io(path, e);
+    let mut f = std::fs::File::open(path).map_err(io)?;
+    if !f.metadata().map_err(io)?.is_file() {
+        return Err(crate::error::Error::Input(format!(
+            "{}: not a regular file",
+            path.display()
+        )));
+    }
+    let mut sha = Context::new(&SHA256);
+    let mut other = (!std::ptr::eq(hash, &SHA256)).then(|| Context::new(hash));
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io(e)),
+        };
+        sha.update(&buf[..n]);
+        if let Some(o) = other.as_mut() {
+            o.update(&buf[..n]);
+        }
+    }
+    let sha = sha.finish();
+    let mut sha256 = [0u8; 32];
+    sha256.copy_from_slice(sha.as_ref());
+    Ok((sha256, other.map_or(sha, Context::finish)))
 }
