@@ -477,7 +477,7 @@ fn run(
         let out = crate::child::run(&mut cmd, None, limits, shown).map_err(|e| match e {
             Error::Input(m) if m.starts_with("cannot run") => Error::Input(format!(
                 "{m}: reading {}'s bundle recipe needs GNU make on PATH",
-                dir.join("Makefile").display()
+                crate::paths::show(&dir.join("Makefile"))
             )),
             e => e,
         })?;
@@ -495,7 +495,7 @@ fn run(
                     .unwrap_or_default();
                 return Err(Error::Input(format!(
                     "`{shown}` in {} failed ({}): {message}{hint}",
-                    dir.display(),
+                    crate::paths::show(&dir),
                     out.status
                 )));
             }
@@ -673,7 +673,7 @@ fn is_conditional(t: &str) -> bool {
 fn rel(dir: &Path, file: &str) -> String {
     let p = PathBuf::from(file);
     p.strip_prefix(dir)
-        .map(|r| r.display().to_string())
+        .map(|r| crate::paths::show(&r).to_string())
         .unwrap_or_else(|_| file.to_owned())
 }
 

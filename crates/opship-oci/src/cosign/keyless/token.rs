@@ -223,7 +223,10 @@ pub async fn obtain(
                 opship_core::input::read_string(path, opship_core::input::Kind::Secret)
                     .map_err(|e| Error::Keyless(format!("--identity-token {e}")))?,
             );
-            return IdentityToken::parse(&text, Source::File(path.display().to_string()));
+            return IdentityToken::parse(
+                &text,
+                Source::File(opship_core::paths::show(&path).to_string()),
+            );
         }
         if !f.contains('.') {
             return Err(Error::Keyless(format!(

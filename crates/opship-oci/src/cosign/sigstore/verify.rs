@@ -723,7 +723,7 @@ fn read_bounded(path: &std::path::Path, limit: u64) -> crate::error::Result<Vec<
     if !meta.is_file() {
         return Err(crate::error::Error::Input(format!(
             "{}: not a regular file",
-            path.display()
+            opship_core::paths::show(&path)
         )));
     }
     let mut out = Vec::new();
@@ -733,7 +733,7 @@ fn read_bounded(path: &std::path::Path, limit: u64) -> crate::error::Result<Vec<
     if out.len() as u64 > limit {
         return Err(crate::error::Error::Input(format!(
             "{}: larger than {limit} bytes",
-            path.display()
+            opship_core::paths::show(&path)
         )));
     }
     Ok(out)
@@ -781,5 +781,5 @@ pub fn verify_blob(
         &root,
         req.options,
     )
-    .map_err(|e| format!("{}: {e}", req.bundle.display())))
+    .map_err(|e| format!("{}: {e}", opship_core::paths::show(&req.bundle))))
 }
