@@ -366,14 +366,20 @@ fn catalog_readers_refuse_fifos_links_out_and_leftovers() {
         "# a note\n",
     )
     .unwrap();
-    std::fs::write(index.join(".x.opship-3.yaml"), "").unwrap();
+    std::fs::write(
+        index.join(PKG).join(".x.opship-3.yaml"),
+        format!("schema: example.note\npackage: {PKG}\nname: hidden\n"),
+    )
+    .unwrap();
     assert_eq!(catalog(&["validate"], &index).code, 0);
     let rendered = catalog(&["render", "-o", "json"], &index);
     assert_eq!(rendered.code, 0, "{}", rendered.stderr);
+    assert!(rendered.stdout.contains("example.note"), "{}", rendered.stdout);
+    // Top-level blobs only (a deprecation's reference also names `olm.bundle`).
     assert_eq!(
         rendered
             .stdout
-            .matches("\"schema\": \"olm.bundle\"")
+            .matches("\n    \"schema\": \"olm.bundle\"")
             .count(),
         2
     );
