@@ -47,9 +47,9 @@ pub fn run(args: &BuildArgs) -> Result<ExitStatus, CmdError> {
             None => build::default_tag(dir),
         };
         opship_core::image::layout::check_tag(&tag)
-            .map_err(|e| format!("{}: {e}", opship_core::paths::show(&dir)))?;
+            .map_err(|e| format!("{}: {e}", opship_core::paths::show(dir)))?;
         layout.write_blobs(&image)?;
-        progress.item_done(&opship_core::paths::show(&dir).to_string());
+        progress.item_done(&opship_core::paths::show(dir).to_string());
         Ok((tag, image))
     });
     drop(progress);
@@ -58,7 +58,7 @@ pub fn run(args: &BuildArgs) -> Result<ExitStatus, CmdError> {
         let (tag, image) = r.ok_or_else(|| {
             format!(
                 "{}: internal error while building",
-                opship_core::paths::show(&dir)
+                opship_core::paths::show(dir)
             )
         })??;
         images.push((dir.clone(), tag, image));
@@ -86,8 +86,8 @@ pub fn run(args: &BuildArgs) -> Result<ExitStatus, CmdError> {
         if let Some(other) = by_tag.insert(tag, dir) {
             return Err(format!(
                 "{} and {} both get the tag `{tag}`; build them into different layouts or pass --tag",
-                opship_core::paths::show(&other),
-                opship_core::paths::show(&dir)
+                opship_core::paths::show(other),
+                opship_core::paths::show(dir)
             )
             .into());
         }
@@ -123,7 +123,7 @@ pub fn run(args: &BuildArgs) -> Result<ExitStatus, CmdError> {
                 .iter()
                 .map(|(dir, tag, image)| {
                     serde_json::json!({
-                        "dir": opship_core::paths::show(&dir).to_string(),
+                        "dir": opship_core::paths::show(dir).to_string(),
                         "tag": tag,
                         "digest": image.digest().as_str(),
                         "mediaType": image.manifest_descriptor.media_type,

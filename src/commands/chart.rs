@@ -133,7 +133,7 @@ fn render(args: &ChartRenderArgs, project: Option<&Project>) -> Result<ExitStatu
     }
     for (files, dir, target) in &writes {
         opship_chart::write_dir(files, dir, *target, overwrite)?;
-        println!("{}", opship_core::paths::show(&dir));
+        println!("{}", opship_core::paths::show(dir));
     }
     Ok(ExitStatus::Success)
 }
@@ -175,7 +175,7 @@ fn index(args: &ChartIndexArgs) -> Result<ExitStatus, CmdError> {
             .into_iter()
             .next()
             .map(|d| d.value)
-            .ok_or_else(|| format!("{}: empty index", opship_core::paths::show(&p)))?,
+            .ok_or_else(|| format!("{}: empty index", opship_core::paths::show(p)))?,
         ),
         None => None,
     };

@@ -200,7 +200,7 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
         if args.check {
             let d = bundle::drift(&generated.files, out_dir)?;
             if d.is_clean() {
-                println!("{}: up to date", opship_core::paths::show(&out_dir));
+                println!("{}: up to date", opship_core::paths::show(out_dir));
             } else {
                 drifted = true;
                 print_drift(out_dir, &d)?;
@@ -212,7 +212,7 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
                 package,
                 version,
                 generated.files.len(),
-                opship_core::paths::show(&out_dir)
+                opship_core::paths::show(out_dir)
             );
         }
     }
@@ -229,7 +229,7 @@ fn load_one(path: &Path) -> Result<Object, CmdError> {
         1 => Ok(objs.remove(0)),
         n => Err(format!(
             "{}: expected one ClusterServiceVersion, found {n} objects",
-            opship_core::paths::show(&path)
+            opship_core::paths::show(path)
         )
         .into()),
     }
@@ -237,7 +237,7 @@ fn load_one(path: &Path) -> Result<Object, CmdError> {
 
 fn print_drift(dir: &Path, d: &bundle::Drift) -> Result<(), CmdError> {
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{}: out of date", opship_core::paths::show(&dir))?;
+    writeln!(out, "{}: out of date", opship_core::paths::show(dir))?;
     for f in &d.missing {
         writeln!(out, "  missing: {f}")?;
     }
@@ -259,10 +259,10 @@ fn print_semantic_drift(dir: &Path, d: &bundle::SemanticDrift) -> Result<(), Cmd
         0 => writeln!(
             out,
             "{}: up to date (semantically)",
-            opship_core::paths::show(&dir)
+            opship_core::paths::show(dir)
         )?,
-        1 => writeln!(out, "{}: 1 difference", opship_core::paths::show(&dir))?,
-        n => writeln!(out, "{}: {n} differences", opship_core::paths::show(&dir))?,
+        1 => writeln!(out, "{}: 1 difference", opship_core::paths::show(dir))?,
+        n => writeln!(out, "{}: {n} differences", opship_core::paths::show(dir))?,
     }
     let mut group = None;
     for x in &d.differences {
@@ -300,7 +300,7 @@ fn print_semantic_drift(dir: &Path, d: &bundle::SemanticDrift) -> Result<(), Cmd
             Change::DockerfileInParent => writeln!(
                 out,
                 "    note: {} has none; its LABELs are compared with {} (operator-sdk's place for it, the project root)",
-                opship_core::paths::show(&dir),
+                opship_core::paths::show(dir),
                 dir.parent()
                     .unwrap_or(dir)
                     .join("bundle.Dockerfile")

@@ -42,7 +42,7 @@ fn refuse_existing(path: &Path, force: bool) -> Result<(), CmdError> {
     if path.exists() && !force {
         return Err(format!(
             "{} already exists; pass --force to overwrite it",
-            opship_core::paths::show(&path)
+            opship_core::paths::show(path)
         )
         .into());
     }
@@ -70,7 +70,7 @@ fn adopt(args: &InitArgs, dir: &Path) -> Result<ExitStatus, CmdError> {
     println!(
         "wrote {} from the operator-sdk project {}",
         opship_core::paths::show(&path),
-        opship_core::paths::show(&dir)
+        opship_core::paths::show(dir)
     );
     for f in &adoption.found {
         println!("  {}: {}  ({})", f.key, f.value, f.from);

@@ -52,7 +52,7 @@ pub fn run(args: &ManifestsArgs, project_config: Option<&Path>) -> Result<ExitSt
             "--config {} is the project config (opship.yaml), which `opship manifests` does not \
              read; give an OLM v1 inline config (`watchNamespace`, `deploymentConfig`) with \
              --inline-config FILE",
-            opship_core::paths::show(&p)
+            opship_core::paths::show(p)
         )
         .into());
     }
@@ -155,7 +155,7 @@ fn bundle_dir(arg: &Path, tmp: &Path) -> Result<(PathBuf, bool), CmdError> {
 /// limits) into `tmp/bundle`.
 fn unpack(layout: &Path, tag: &str, shown: &Path, tmp: &Path) -> Result<PathBuf, CmdError> {
     use opship_core::image::{layout::Layout, unpack};
-    let named = |e: opship_core::Error| format!("{}: {e}", opship_core::paths::show(&shown));
+    let named = |e: opship_core::Error| format!("{}: {e}", opship_core::paths::show(shown));
     let image = Layout::new(layout).read_image(tag).map_err(named)?;
     let dir = tmp.join("bundle");
     let mut unpacker = unpack::DirUnpacker::new(&dir, unpack::Limits::default()).map_err(named)?;

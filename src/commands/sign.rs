@@ -175,7 +175,7 @@ pub fn generate(args: &KeyGenerateArgs) -> Result<ExitStatus, CmdError> {
             if f.exists() {
                 return Err(format!(
                     "{} exists; not overwriting it without --force",
-                    opship_core::paths::show(&f)
+                    opship_core::paths::show(f)
                 )
                 .into());
             }

@@ -72,7 +72,7 @@ pub fn verifier(
 /// What verified, for the summary line: the key file, or the identity asked for.
 pub fn described(key: Option<&std::path::Path>, k: &KeylessVerifyArgs) -> String {
     match key {
-        Some(p) => opship_core::paths::show(&p).to_string(),
+        Some(p) => opship_core::paths::show(p).to_string(),
         None => {
             let id = &k.identity;
             let subject = id

@@ -183,7 +183,7 @@ pub fn package_file(dir: &Path) -> Result<(PathBuf, Format)> {
         many => {
             return Err(Error::Usage(format!(
                 "{} holds {} catalog files ({}); `opship catalog add` keeps a package in one file: merge them first (`opship catalog render {} --output yaml`)",
-                opship_core::paths::show(&dir),
+                opship_core::paths::show(dir),
                 many.len(),
                 many.iter()
                     .map(|p| p
@@ -193,7 +193,7 @@ pub fn package_file(dir: &Path) -> Result<(PathBuf, Format)> {
                         .into_owned())
                     .collect::<Vec<_>>()
                     .join(", "),
-                opship_core::paths::show(&dir)
+                opship_core::paths::show(dir)
             )));
         }
     };
@@ -233,7 +233,7 @@ fn existing_mode(file: &Path) -> Result<Option<u32>> {
     if meta.permissions().readonly() {
         return Err(Error::Usage(format!(
             "{} is read-only; nothing written (make it writable to change the catalog)",
-            opship_core::paths::show(&file)
+            opship_core::paths::show(file)
         )));
     }
     #[cfg(unix)]

@@ -103,7 +103,7 @@ pub fn build_scratch(dir: &Path, opts: &BuildOptions) -> Result<Image> {
     if !report.passed() {
         return Err(Error::Invalid(format!(
             "{} is not a valid catalog, no image built:\n{}",
-            opship_core::paths::show(&dir),
+            opship_core::paths::show(dir),
             report.error_tree()
         )));
     }
@@ -195,7 +195,7 @@ pub fn write_dockerfile(dir: &Path, opts: &DockerfileOptions) -> Result<std::pat
         .ok_or_else(|| {
             Error::Usage(format!(
                 "{}: not a directory name",
-                opship_core::paths::show(&dir)
+                opship_core::paths::show(dir)
             ))
         })?
         .to_string_lossy()
@@ -203,7 +203,7 @@ pub fn write_dockerfile(dir: &Path, opts: &DockerfileOptions) -> Result<std::pat
     if !dir.is_dir() {
         return Err(Error::Usage(format!(
             "{}: not a directory",
-            opship_core::paths::show(&dir)
+            opship_core::paths::show(dir)
         )));
     }
     let target = dir.with_file_name(format!("{name}.Dockerfile"));
@@ -266,7 +266,7 @@ pub fn build_on_base(
     if !report.passed() {
         return Err(Error::Invalid(format!(
             "{} is not a valid catalog, no image built:\n{}",
-            opship_core::paths::show(&dir),
+            opship_core::paths::show(dir),
             report.error_tree()
         )));
     }
@@ -295,7 +295,7 @@ pub fn build_on_base(
         .ok_or_else(|| {
             Error::Image(format!(
                 "{}: no image tagged `{base_tag}`",
-                opship_core::paths::show(&base)
+                opship_core::paths::show(base)
             ))
         })?;
     let created = oci::rfc3339(opts.epoch);

@@ -348,7 +348,7 @@ pub fn load_file(path: &Path) -> Result<Catalog> {
     let bytes = input::read(path, Kind::Catalog)?;
     let text = String::from_utf8(bytes).map_err(|e| {
         Error::parse(
-            opship_core::paths::show(&path).to_string(),
+            opship_core::paths::show(path).to_string(),
             format!(
                 "not UTF-8 text (invalid byte at offset {})",
                 e.utf8_error().valid_up_to()
@@ -409,7 +409,7 @@ fn raw_blobs(text: &str, path: &Path) -> Result<Vec<(Value, Origin, bool)>> {
                     return Err(Error::parse(
                         format!(
                             "{}:{}:{}",
-                            opship_core::paths::show(&path),
+                            opship_core::paths::show(path),
                             e.line(),
                             e.column()
                         ),

@@ -525,7 +525,7 @@ pub fn render_image(
     }
     if labels.contains_key(PACKAGE_ANNOTATION) {
         let image = image.map_or_else(
-            || opship_core::paths::show(&shown).to_string(),
+            || opship_core::paths::show(shown).to_string(),
             str::to_owned,
         );
         let b = render_layout(layout, tag, shown, &image, format)?;

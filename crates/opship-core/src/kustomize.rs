@@ -95,7 +95,7 @@ impl Tool {
                 "{} is a kustomization ({}), and building it needs `kustomize` or `kubectl` on PATH; \
                  neither was found. Install one (kustomize 5, or kubectl, which embeds it), or pass \
                  the saved output of `kustomize build` as the manifests",
-                crate::paths::show(&for_dir),
+                crate::paths::show(for_dir),
                 kustomization_file(for_dir)
                     .and_then(|f| f.file_name().map(|n| n.to_string_lossy().into_owned()))
                     .unwrap_or_else(|| "kustomization.yaml".into())
@@ -110,11 +110,7 @@ impl Tool {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        format!(
-            "{name} {} {}",
-            self.args.join(" "),
-            crate::paths::show(&dir)
-        )
+        format!("{name} {} {}", self.args.join(" "), crate::paths::show(dir))
     }
 }
 
@@ -298,7 +294,7 @@ impl Copy {
         if root.parent().is_none() {
             return Err(Error::Input(format!(
                 "{}: the kustomizations it reaches share no directory but `/`; opship does not copy the whole file system to run `kustomize edit`",
-                crate::paths::show(&dir)
+                crate::paths::show(dir)
             )));
         }
         // A registered temporary: removed on SIGINT/SIGTERM, swept after a SIGKILL.
@@ -327,7 +323,7 @@ impl Copy {
     fn edit(&self, tool: &Tool, dir: &Path, args: &[String]) -> Result<()> {
         let shown = format!(
             "cd {} && kustomize edit {}",
-            crate::paths::show(&dir),
+            crate::paths::show(dir),
             args.join(" ")
         );
         if tool.args.first().map(String::as_str) != Some("build") {
@@ -362,7 +358,7 @@ fn copy_tree(from: &Path, to: &Path, left: &mut u64, depth: usize) -> Result<()>
     if depth > 64 {
         return Err(Error::Input(format!(
             "{}: more than 64 directory levels (a symbolic link loop?)",
-            crate::paths::show(&from)
+            crate::paths::show(from)
         )));
     }
     std::fs::create_dir_all(to).map_err(|e| Error::io(to, e))?;
@@ -386,7 +382,7 @@ fn copy_tree(from: &Path, to: &Path, left: &mut u64, depth: usize) -> Result<()>
             if meta.len() > *left {
                 return Err(Error::Input(format!(
                     "{}: the kustomizations' directory holds more than {} MiB; opship copies it to run `kustomize edit` and stops there",
-                    crate::paths::show(&from),
+                    crate::paths::show(from),
                     COPY_BUDGET / (1024 * 1024)
                 )));
             }

@@ -495,7 +495,7 @@ fn run(
                     .unwrap_or_default();
                 return Err(Error::Input(format!(
                     "`{shown}` in {} failed ({}): {message}{hint}",
-                    crate::paths::show(&dir),
+                    crate::paths::show(dir),
                     out.status
                 )));
             }
@@ -673,7 +673,7 @@ fn is_conditional(t: &str) -> bool {
 fn rel(dir: &Path, file: &str) -> String {
     let p = PathBuf::from(file);
     p.strip_prefix(dir)
-        .map(|r| crate::paths::show(&r).to_string())
+        .map(|r| crate::paths::show(r).to_string())
         .unwrap_or_else(|_| file.to_owned())
 }
 

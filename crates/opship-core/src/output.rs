@@ -47,7 +47,7 @@ pub fn check(dir: &Path, files: &Files, target: Target, overwrite: Overwrite) ->
     let refuse = |why: String| {
         Error::Input(format!(
             "{}: {why}; refusing to replace it with the {}",
-            crate::paths::show(&dir),
+            crate::paths::show(dir),
             target.what
         ))
     };
@@ -156,10 +156,7 @@ pub fn replace_dir(dir: &Path, files: &Files, target: Target, overwrite: Overwri
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .ok_or_else(|| {
-            Error::Input(format!(
-                "{}: not a directory name",
-                crate::paths::show(&dir)
-            ))
+            Error::Input(format!("{}: not a directory name", crate::paths::show(dir)))
         })?;
     // Two opship runs writing next to each other must not remove each other's temporaries.
     // A parent that is itself a temporary (a release's staging directory) is this run's own,
@@ -231,7 +228,7 @@ fn exchange(new: &Path, dir: &Path) -> Result<()> {
         None => {
             return Err(Error::Internal(format!(
                 "{}: not a temporary",
-                crate::paths::show(&new)
+                crate::paths::show(new)
             )));
         }
     };

@@ -191,12 +191,12 @@ fn lookup_in(config: &serde_json::Value, host: &str, file: &Path) -> Result<Opti
                 let auth = decode_auth(encoded).map_err(|e| {
                     Error::Input(format!(
                         "{}: auths.{key}.auth: {e}",
-                        opship_core::paths::show(&file)
+                        opship_core::paths::show(file)
                     ))
                 })?;
                 return Ok(Some(Found {
                     auth,
-                    source: opship_core::paths::show(&file).to_string(),
+                    source: opship_core::paths::show(file).to_string(),
                 }));
             }
             if let (Some(u), Some(p)) = (
@@ -208,7 +208,7 @@ fn lookup_in(config: &serde_json::Value, host: &str, file: &Path) -> Result<Opti
                         username: u.into(),
                         password: p.into(),
                     },
-                    source: opship_core::paths::show(&file).to_string(),
+                    source: opship_core::paths::show(file).to_string(),
                 }));
             }
         }

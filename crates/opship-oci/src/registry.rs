@@ -299,7 +299,7 @@ impl Registry {
         {
             return Err(Error::Input(format!(
                 "{}: the image `{tag}` is {}, not {d}",
-                opship_core::paths::show(&layout_dir),
+                opship_core::paths::show(layout_dir),
                 desc.digest
             )));
         }

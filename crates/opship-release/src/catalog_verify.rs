@@ -135,7 +135,7 @@ pub async fn verify_catalog(
         ));
     }
     let catalog = opship_catalog::load::load_dir(index)
-        .map_err(|e| Error::Config(format!("{}: {e}", opship_core::paths::show(&index))))?;
+        .map_err(|e| Error::Config(format!("{}: {e}", opship_core::paths::show(index))))?;
     // One entry per image (several bundles may share one).
     let mut by_image: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for b in &catalog.bundles {

@@ -205,7 +205,7 @@ fn load_one(path: &Path) -> Result<Object> {
         1 => Ok(objs.remove(0)),
         n => Err(Error::Config(format!(
             "{}: expected one ClusterServiceVersion, found {n} objects",
-            opship_core::paths::show(&path)
+            opship_core::paths::show(path)
         ))),
     }
 }

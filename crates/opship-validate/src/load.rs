@@ -270,7 +270,7 @@ pub fn load_layout(layout: &Path, tag: &str) -> Result<Bundle> {
     load_layout_as(
         layout,
         tag,
-        &PathBuf::from(format!("{}:{tag}", opship_core::paths::show(&layout))),
+        &PathBuf::from(format!("{}:{tag}", opship_core::paths::show(layout))),
     )
 }
 
@@ -453,7 +453,7 @@ impl Input {
                     &b.name,
                     format!(
                         "{} not read: the bundle's files pass {MAX_TOTAL_BYTES} bytes in total",
-                        opship_core::paths::show(&rel)
+                        opship_core::paths::show(rel)
                     ),
                 )
                 .at(Origin::file(&self.root.join(rel))),
@@ -464,7 +464,7 @@ impl Input {
                 Finding::new(
                     &format::BF008,
                     &b.name,
-                    format!("{} {why}", opship_core::paths::show(&rel)),
+                    format!("{} {why}", opship_core::paths::show(rel)),
                 )
                 .at(Origin::file(&self.root.join(rel))),
             );
@@ -476,7 +476,7 @@ impl Input {
                     &b.name,
                     format!(
                         "{} is a directory; the bundle format allows only files in {}/",
-                        opship_core::paths::show(&d),
+                        opship_core::paths::show(d),
                         d.parent()
                             .map(Path::display)
                             .map(|p| p.to_string())
@@ -699,7 +699,7 @@ fn read_metadata(b: &mut Bundle, rel: &Path, annotations_file: bool, docs: Vec<D
                     format!(
                         "{} holds {} YAML documents; it must hold one mapping with an \
                          `annotations:` map",
-                        opship_core::paths::show(&rel),
+                        opship_core::paths::show(rel),
                         d.len()
                     ),
                 ));
@@ -797,7 +797,7 @@ fn read_metadata(b: &mut Bundle, rel: &Path, annotations_file: bool, docs: Vec<D
             doc.origin("")
         };
         b.rejected_annotations
-            .push((at, format!("{} {why}", opship_core::paths::show(&rel))));
+            .push((at, format!("{} {why}", opship_core::paths::show(rel))));
     }
 }
 

@@ -150,7 +150,7 @@ fn clean(text: &str) -> String {
 fn human_location(f: &Finding, bundle: &Path) -> String {
     match &f.location {
         Some(o) => clean(&o.to_string()),
-        None => clean(&opship_core::paths::show(&bundle).to_string()),
+        None => clean(&opship_core::paths::show(bundle).to_string()),
     }
 }
 
@@ -351,7 +351,7 @@ fn json(results: &[Result<BundleReport>]) -> String {
             Err(e) => {
                 summary.failed += 1;
                 failures.push(JsonFailure {
-                    path: error_path(e).map(|p| opship_core::paths::show(&p).to_string()),
+                    path: error_path(e).map(|p| opship_core::paths::show(p).to_string()),
                     error: e.to_string(),
                 });
             }
@@ -768,7 +768,7 @@ fn github(results: &[Result<BundleReport>]) -> String {
                 if let Some(p) = error_path(e) {
                     props.push(format!(
                         "file={}",
-                        escape_property(&opship_core::paths::show(&p).to_string())
+                        escape_property(&opship_core::paths::show(p).to_string())
                     ));
                 }
                 props.push("title=opship".to_string());

@@ -125,7 +125,7 @@ fn kept_files(dir: &Path, files: &Files, overwrite: crate::output::Overwrite) ->
         if total > MAX_TOTAL_BYTES {
             return Err(Error::Input(format!(
                 "{}: the files kept beside the bundle hold more than {MAX_TOTAL_BYTES} bytes; nothing written",
-                crate::paths::show(&dir)
+                crate::paths::show(dir)
             )));
         }
         kept.insert(name, bytes);

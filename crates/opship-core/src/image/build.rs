@@ -127,7 +127,7 @@ fn check_limits(entries: &[layer::Entry]) -> Result<()> {
         if total > crate::bundle::MAX_TOTAL_BYTES {
             return Err(Error::Input(format!(
                 "{}: the bundle's files hold more than the {} bytes a bundle may have; no image built",
-                crate::paths::show(&f),
+                crate::paths::show(f),
                 crate::bundle::MAX_TOTAL_BYTES
             )));
         }

@@ -202,11 +202,11 @@ pub(crate) fn append(
     let is_dir = name.ends_with('/');
     let bytes = name.as_bytes();
     let tar_err =
-        |e: std::io::Error| Error::Input(format!("{}: tar: {e}", crate::paths::show(&origin)));
+        |e: std::io::Error| Error::Input(format!("{}: tar: {e}", crate::paths::show(origin)));
     if bytes.contains(&0) {
         return Err(Error::Input(format!(
             "{}: file name contains a NUL byte",
-            crate::paths::show(&origin)
+            crate::paths::show(origin)
         )));
     }
     if bytes.len() > 100 {

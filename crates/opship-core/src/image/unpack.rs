@@ -407,7 +407,7 @@ impl State {
                         shown,
                         format!(
                             "path goes through the file {}: refused",
-                            crate::paths::show(&a)
+                            crate::paths::show(a)
                         ),
                     ));
                 }
@@ -684,14 +684,14 @@ impl DirUnpacker {
                     return Err(Error::Input(format!(
                         "{}: the target directory is not empty: unpack into a new or empty \
                          directory",
-                        crate::paths::show(&target)
+                        crate::paths::show(target)
                     )));
                 }
             }
             Ok(_) => {
                 return Err(Error::Input(format!(
                     "{}: the target exists and is not a directory",
-                    crate::paths::show(&target)
+                    crate::paths::show(target)
                 )));
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}

@@ -510,7 +510,7 @@ pub fn layout_signatures(layout: &Layout, digest: &Digest) -> Result<Option<Sign
         return Ok(None);
     };
     let bytes = layout.read_blob(desc)?;
-    let what = format!("{}:{tag}", opship_core::paths::show(&layout.dir()));
+    let what = format!("{}:{tag}", opship_core::paths::show(layout.dir()));
     Ok(Some(Signatures::parse(&bytes, &what)?))
 }
 
@@ -530,7 +530,7 @@ pub fn verify_layout_with(
     let digest = layout_digest(&layout, tag)?;
     let location = format!(
         "{}:{}",
-        opship_core::paths::show(&dir),
+        opship_core::paths::show(dir),
         manifest::tag(&digest)
     );
     let Some(sigs) = layout_signatures(&layout, &digest)? else {

@@ -26,7 +26,7 @@ pub fn load_yaml(path: &Path) -> Loaded {
         1 => Ok(docs.remove(0).value),
         _ => Err(format!(
             "{} contains multiple yaml documents",
-            opship_core::paths::show(&path)
+            opship_core::paths::show(path)
         )),
     }
 }
@@ -83,7 +83,7 @@ impl PBundle {
                 Ok(Value::Object(m)) => Ok(m),
                 Ok(_) => Err(format!(
                     "Invalid CSV contents ({})",
-                    opship_core::paths::show(&p)
+                    opship_core::paths::show(p)
                 )),
                 Err(e) => Err(e),
             },
@@ -234,7 +234,7 @@ impl OperatorDir {
         if !root.is_dir() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::NotADirectory,
-                format!("{}: not a directory", opship_core::paths::show(&dir)),
+                format!("{}: not a directory", opship_core::paths::show(dir)),
             ));
         }
         let repo_root = root

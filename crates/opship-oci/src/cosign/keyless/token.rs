@@ -225,7 +225,7 @@ pub async fn obtain(
             );
             return IdentityToken::parse(
                 &text,
-                Source::File(opship_core::paths::show(&path).to_string()),
+                Source::File(opship_core::paths::show(path).to_string()),
             );
         }
         if !f.contains('.') {

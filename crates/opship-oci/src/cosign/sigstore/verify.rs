@@ -723,7 +723,7 @@ fn read_bounded(path: &std::path::Path, limit: u64) -> crate::error::Result<Vec<
     if !meta.is_file() {
         return Err(crate::error::Error::Input(format!(
             "{}: not a regular file",
-            opship_core::paths::show(&path)
+            opship_core::paths::show(path)
         )));
     }
     let mut out = Vec::new();
@@ -733,7 +733,7 @@ fn read_bounded(path: &std::path::Path, limit: u64) -> crate::error::Result<Vec<
     if out.len() as u64 > limit {
         return Err(crate::error::Error::Input(format!(
             "{}: larger than {limit} bytes",
-            opship_core::paths::show(&path)
+            opship_core::paths::show(path)
         )));
     }
     Ok(out)
