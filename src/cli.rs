@@ -1,5 +1,6 @@
 //! Command-line definitions (clap derive only; no logic). Library code never sees these types.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
@@ -683,7 +684,7 @@ pub struct BundleArgs {
     /// Manifests: a kustomize-built YAML stream, a directory of manifests, or `-` for stdin
     /// (default: `manifests` from the config).
     #[arg(long, short, value_name = "PATH|-")]
-    pub input: Option<String>,
+    pub input: Option<PathBuf>,
     /// Base ClusterServiceVersion (default: `csvBase` from the config).
     #[arg(long, value_name = "FILE")]
     pub base_csv: Option<PathBuf>,
@@ -1225,7 +1226,7 @@ pub enum CatalogOutput {
 pub struct CatalogRenderArgs {
     /// Bundle directories, catalog directories, `LAYOUT:TAG` images or registry references.
     #[arg(required = true, value_name = "REF")]
-    pub refs: Vec<String>,
+    pub refs: Vec<OsString>,
     /// Image reference written into bundles rendered from a directory or layout.
     #[arg(long, value_name = "REF")]
     pub image: Option<String>,
@@ -1292,7 +1293,7 @@ pub enum SkipsArg {
 pub struct CatalogAddArgs {
     /// The bundle: a directory, a `LAYOUT:TAG` image or a registry reference.
     #[arg(long, value_name = "REF")]
-    pub bundle: String,
+    pub bundle: OsString,
     /// Image reference of the bundle (default: the registry reference given to --bundle).
     #[arg(long, value_name = "REF")]
     pub image: Option<String>,
@@ -1373,7 +1374,7 @@ pub enum GraphFormat {
 pub struct CatalogGraphArgs {
     /// Catalog directory (or any reference `catalog render` takes).
     #[arg(value_name = "REF")]
-    pub dir: String,
+    pub dir: OsString,
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = GraphFormat::Mermaid)]
     pub format: GraphFormat,

@@ -47,16 +47,20 @@ pub fn run(args: &BuildArgs) -> Result<ExitStatus, CmdError> {
             None => build::default_tag(dir),
         };
         opship_core::image::layout::check_tag(&tag)
-            .map_err(|e| format!("{}: {e}", dir.display()))?;
+            .map_err(|e| format!("{}: {e}", opship_core::paths::show(dir)))?;
         layout.write_blobs(&image)?;
-        progress.item_done(&dir.display().to_string());
+        progress.item_done(&opship_core::paths::show(dir).to_string());
         Ok((tag, image))
     });
     drop(progress);
     let mut images: Vec<(PathBuf, String, Image)> = Vec::with_capacity(built.len());
     for (dir, r) in args.dirs.iter().zip(built) {
-        let (tag, image) =
-            r.ok_or_else(|| format!("{}: internal error while building", dir.display()))??;
+        let (tag, image) = r.ok_or_else(|| {
+            format!(
+                "{}: internal error while building",
+                opship_core::paths::show(dir)
+            )
+        })??;
         images.push((dir.clone(), tag, image));
     }
     // Default tags that collide (bundles of several operators at one version) are qualified
@@ -82,8 +86,8 @@ pub fn run(args: &BuildArgs) -> Result<ExitStatus, CmdError> {
         if let Some(other) = by_tag.insert(tag, dir) {
             return Err(format!(
                 "{} and {} both get the tag `{tag}`; build them into different layouts or pass --tag",
-                other.display(),
-                dir.display()
+                opship_core::paths::show(other),
+                opship_core::paths::show(dir)
             )
             .into());
         }
@@ -119,7 +123,7 @@ pub fn run(args: &BuildArgs) -> Result<ExitStatus, CmdError> {
                 .iter()
                 .map(|(dir, tag, image)| {
                     serde_json::json!({
-                        "dir": dir.display().to_string(),
+                        "dir": opship_core::paths::show(dir).to_string(),
                         "tag": tag,
                         "digest": image.digest().as_str(),
                         "mediaType": image.manifest_descriptor.media_type,

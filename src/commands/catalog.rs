@@ -1,8 +1,11 @@
 //! `opship catalog ...`: argument handling for the file-based catalog library; registry
 //! references are pulled (verified) into a temporary OCI layout first.
 
+use std::ffi::OsStr;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use opship_core::paths::show;
 
 use opship_catalog::render::{self, CsvFormat};
 use opship_catalog::write::{self, Format};
@@ -46,13 +49,15 @@ fn csv_format(f: CsvFormatArg, ocp: Option<&str>) -> Result<CsvFormat, CmdError>
 
 /// Renders one reference: a bundle or catalog directory, a layout image, a registry image.
 fn render_ref(
-    arg: &str,
+    arg: &OsStr,
     image: Option<&str>,
     format: CsvFormat,
     registry: &RegistryArgs,
     pin_digest: bool,
 ) -> Result<Catalog, CmdError> {
+    // A path keeps every byte of the argument; only a registry reference must be text.
     let path = Path::new(arg);
+    let shown = show(path);
     if path.is_dir() {
         if render::is_bundle_dir(path) {
             let b = render::render_dir(path, image.unwrap_or_default(), format)?;
@@ -66,7 +71,8 @@ fn render_ref(
     if let opship_validate::Source::Layout { layout, tag } = opship_validate::Source::parse(path) {
         return Ok(render::render_image(&layout, &tag, path, image, format)?);
     }
-    let text = arg.strip_prefix("docker://").unwrap_or(arg);
+    let text = arg.to_str().unwrap_or_default();
+    let text = text.strip_prefix("docker://").unwrap_or(text);
     // As Docker decides: a registry reference starts with a host (a `.` or `:` in the first
     // component, or `localhost`); anything else is a path that does not exist.
     let host_like = text
@@ -74,12 +80,12 @@ fn render_ref(
         .is_some_and(|(h, _)| h.contains(['.', ':']) || h == "localhost");
     if !host_like || path.exists() {
         return Err(format!(
-            "{arg}: no such bundle or catalog directory, `LAYOUT:TAG` image or REGISTRY/REPO[:TAG] reference"
+            "{shown}: no such bundle or catalog directory, `LAYOUT:TAG` image or REGISTRY/REPO[:TAG] reference"
         )
         .into());
     }
     let reference = opship_oci::registry::parse_reference(text)
-        .map_err(|e| format!("{arg}: not a directory, layout image or image reference: {e}"))?;
+        .map_err(|e| format!("{shown}: not a directory, layout image or image reference: {e}"))?;
     // Registered: a signal removes it with what was pulled into it.
     let tmp = opship_core::fsutil::temp_dir(".opship-pull-")?;
     let layout = tmp.path().join("image");
@@ -179,7 +185,7 @@ fn validate(args: &CatalogValidateArgs) -> Result<ExitStatus, CmdError> {
                 eprint!("{warnings}");
             }
             if report.passed() {
-                super::progress::note(&format!("{}: valid", args.dir.display()));
+                super::progress::note(&format!("{}: valid", show(&args.dir)));
             } else {
                 write_stdout(&format!("{}\n", report.error_tree()))?;
             }
@@ -211,7 +217,7 @@ fn add(args: &CatalogAddArgs, config: Option<&Path>) -> Result<ExitStatus, CmdEr
                         p.config.catalogs.iter().map(|c| c.name.as_str()).collect();
                     format!(
                         "no catalog target `{name}` in {} (targets: {})",
-                        p.path.display(),
+                        opship_core::paths::show(&p.path),
                         if names.is_empty() {
                             "none".to_owned()
                         } else {
@@ -261,7 +267,7 @@ fn add(args: &CatalogAddArgs, config: Option<&Path>) -> Result<ExitStatus, CmdEr
     if path.is_dir() && !render::is_bundle_dir(&path) {
         return Err(format!(
             "{}: not a bundle directory (it needs manifests/ and metadata/)",
-            args.bundle
+            show(&path)
         )
         .into());
     }
@@ -273,7 +279,7 @@ fn add(args: &CatalogAddArgs, config: Option<&Path>) -> Result<ExitStatus, CmdEr
     if is_local && args.image.is_none() {
         return Err(format!(
             "{}: a local bundle needs --image REF (the reference clusters will pull it by)",
-            args.bundle
+            show(&path)
         )
         .into());
     }
@@ -287,7 +293,7 @@ fn add(args: &CatalogAddArgs, config: Option<&Path>) -> Result<ExitStatus, CmdEr
     let [bundle] = <[_; 1]>::try_from(cat.bundles).map_err(|_| {
         format!(
             "{}: not a bundle (renders to no or several bundles)",
-            args.bundle
+            show(&path)
         )
     })?;
     let opts = add::AddOptions {
@@ -319,7 +325,7 @@ fn add(args: &CatalogAddArgs, config: Option<&Path>) -> Result<ExitStatus, CmdEr
     if let Some(old) = &out.replaced {
         msg.push_str(&format!("replaced {old} with {name}\n"));
     }
-    msg.push_str(&format!("wrote {}\n", out.file.display()));
+    msg.push_str(&format!("wrote {}\n", opship_core::paths::show(&out.file)));
     write_stdout(&msg)?;
     Ok(ExitStatus::Success)
 }
@@ -331,7 +337,7 @@ fn deprecate(args: &CatalogDeprecateArgs) -> Result<ExitStatus, CmdError> {
         (None, None) => add::Target::Package,
     };
     let file = add::deprecate(&args.index, &args.package, target, &args.message)?;
-    write_stdout(&format!("wrote {}\n", file.display()))?;
+    write_stdout(&format!("wrote {}\n", opship_core::paths::show(&file)))?;
     Ok(ExitStatus::Success)
 }
 
@@ -351,7 +357,7 @@ fn graph(args: &CatalogGraphArgs) -> Result<ExitStatus, CmdError> {
     if let Some(p) = &args.package
         && !cat.package_names().contains(p)
     {
-        return Err(format!("{}: no package {p}", args.dir).into());
+        return Err(format!("{}: no package {p}", show(Path::new(&args.dir))).into());
     }
     write_stdout(&match args.format {
         GraphFormat::Mermaid => opship_catalog::graph::mermaid(&cat, &opts)?,
@@ -379,13 +385,19 @@ fn template(args: &CatalogTemplateArgs) -> Result<ExitStatus, CmdError> {
                 "{}: image {image:?} is a directory but not a bundle directory (manifests/ and \
                  metadata/); a template's olm.bundle image is a bundle image or bundle \
                  directory, never a catalog",
-                args.file.display()
+                opship_core::paths::show(&args.file)
             )));
         }
         // A template's image is the reference as written, unless pinned to its digest.
         let given = (!args.pin_digest).then_some(image);
-        let cat = render_ref(image, given, format, &args.registry, args.pin_digest)
-            .map_err(|e| opship_catalog::Error::Usage(format!("render {image}: {e}")))?;
+        let cat = render_ref(
+            OsStr::new(image),
+            given,
+            format,
+            &args.registry,
+            args.pin_digest,
+        )
+        .map_err(|e| opship_catalog::Error::Usage(format!("render {image}: {e}")))?;
         <[_; 1]>::try_from(cat.bundles).map(|[b]| b).map_err(|_| {
             opship_catalog::Error::Usage(format!("{image}: does not render to exactly one bundle"))
         })
@@ -470,7 +482,7 @@ fn dockerfile(args: &CatalogDockerfileArgs) -> Result<ExitStatus, CmdError> {
         labels: labels(&args.extra_labels)?,
     };
     let path = opship_catalog::build::write_dockerfile(&args.dir, &opts)?;
-    write_stdout(&format!("wrote {}\n", path.display()))?;
+    write_stdout(&format!("wrote {}\n", opship_core::paths::show(&path)))?;
     Ok(ExitStatus::Success)
 }
 
@@ -531,7 +543,7 @@ fn verify(args: &CatalogVerifyArgs) -> Result<ExitStatus, CmdError> {
         eprintln!(
             "{failed} of {} image(s) of {} did not verify",
             result.images.len(),
-            args.index.display()
+            opship_core::paths::show(&args.index)
         );
     }
     Ok(if failed == 0 {

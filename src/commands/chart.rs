@@ -28,7 +28,11 @@ fn render(args: &ChartRenderArgs, project: Option<&Project>) -> Result<ExitStatu
     let bundles: Vec<PathBuf> = if args.all {
         let p = project.ok_or("--all needs a config (opship.yaml) with `releases`")?;
         if p.config.releases.is_empty() {
-            return Err(format!("{}: no `releases` to render", p.path.display()).into());
+            return Err(format!(
+                "{}: no `releases` to render",
+                opship_core::paths::show(&p.path)
+            )
+            .into());
         }
         p.config
             .releases
@@ -98,7 +102,7 @@ fn render(args: &ChartRenderArgs, project: Option<&Project>) -> Result<ExitStatu
         if let Some(prev) = seen.insert(dir.clone(), c.version.clone()) {
             return Err(format!(
                 "{}: two bundles render version {prev} of chart {}",
-                dir.display(),
+                opship_core::paths::show(&dir),
                 c.name
             )
             .into());
@@ -129,7 +133,7 @@ fn render(args: &ChartRenderArgs, project: Option<&Project>) -> Result<ExitStatu
     }
     for (files, dir, target) in &writes {
         opship_chart::write_dir(files, dir, *target, overwrite)?;
-        println!("{}", dir.display());
+        println!("{}", opship_core::paths::show(dir));
     }
     Ok(ExitStatus::Success)
 }
@@ -143,12 +147,12 @@ fn package(args: &ChartPackageArgs) -> Result<ExitStatus, CmdError> {
         packages.push(opship_chart::package::package(&files, mtime, dir)?);
     }
     std::fs::create_dir_all(&args.destination)
-        .map_err(|e| format!("{}: {e}", args.destination.display()))?;
+        .map_err(|e| format!("{}: {e}", opship_core::paths::show(&args.destination)))?;
     for p in &packages {
         let path = args.destination.join(p.file_name());
         // Readable by everyone, like `helm package` writes them (they get served).
         opship_core::fsutil::write_atomic_with_mode(&path, &p.bytes, 0o644)?;
-        println!("{} {}", path.display(), p.digest());
+        println!("{} {}", opship_core::paths::show(&path), p.digest());
     }
     Ok(ExitStatus::Success)
 }
@@ -171,7 +175,7 @@ fn index(args: &ChartIndexArgs) -> Result<ExitStatus, CmdError> {
             .into_iter()
             .next()
             .map(|d| d.value)
-            .ok_or_else(|| format!("{}: empty index", p.display()))?,
+            .ok_or_else(|| format!("{}: empty index", opship_core::paths::show(p)))?,
         ),
         None => None,
     };
@@ -187,7 +191,7 @@ fn index(args: &ChartIndexArgs) -> Result<ExitStatus, CmdError> {
         opship_core::yaml::to_string(&index)?.as_bytes(),
         0o644,
     )?;
-    println!("{}", path.display());
+    println!("{}", opship_core::paths::show(&path));
     Ok(ExitStatus::Success)
 }
 
@@ -212,8 +216,12 @@ fn push(args: &ChartPushArgs) -> Result<ExitStatus, CmdError> {
         .ok_or_else(|| format!("`{}`: the target must be oci://REGISTRY/REPO", args.remote))?;
     let bytes = opship_core::input::read(&args.chart, opship_core::input::Kind::Blob)?;
     let files = opship_chart::package::unpack(&bytes, &args.chart)?;
-    let text = std::str::from_utf8(&files["Chart.yaml"])
-        .map_err(|_| format!("{}: Chart.yaml is not UTF-8", args.chart.display()))?;
+    let text = std::str::from_utf8(&files["Chart.yaml"]).map_err(|_| {
+        format!(
+            "{}: Chart.yaml is not UTF-8",
+            opship_core::paths::show(&args.chart)
+        )
+    })?;
     let meta = opship_chart::package::chart_metadata(text, &args.chart.join("Chart.yaml"))?;
     let name = meta["name"].as_str().unwrap_or_default().to_owned();
     let version = meta["version"].as_str().unwrap_or_default().to_owned();

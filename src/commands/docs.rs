@@ -40,14 +40,14 @@ pub fn man(args: &ManArgs) -> Result<ExitStatus, CmdError> {
         }
         Some(dir) => {
             std::fs::create_dir_all(dir)
-                .map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+                .map_err(|e| format!("{}: cannot create: {e}", opship_core::paths::show(dir)))?;
             for (name, page) in &pages {
                 write_page(dir, name, page)?;
             }
             super::progress::note(&format!(
                 "wrote {} man pages to {}",
                 pages.len(),
-                dir.display()
+                opship_core::paths::show(dir)
             ));
         }
     }

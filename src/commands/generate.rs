@@ -17,7 +17,9 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
     if args.all {
         let p = project.ok_or("--all needs a project config listing `releases` (pass --config)")?;
         if p.config.releases.is_empty() {
-            return Err(format!("{} lists no `releases`", p.path.display()).into());
+            return Err(
+                format!("{} lists no `releases`", opship_core::paths::show(&p.path)).into(),
+            );
         }
     }
 
@@ -198,7 +200,7 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
         if args.check {
             let d = bundle::drift(&generated.files, out_dir)?;
             if d.is_clean() {
-                println!("{}: up to date", out_dir.display());
+                println!("{}: up to date", opship_core::paths::show(out_dir));
             } else {
                 drifted = true;
                 print_drift(out_dir, &d)?;
@@ -210,7 +212,7 @@ pub fn bundle(args: &BundleArgs, project: Option<&Project>) -> Result<ExitStatus
                 package,
                 version,
                 generated.files.len(),
-                out_dir.display()
+                opship_core::paths::show(out_dir)
             );
         }
     }
@@ -227,7 +229,7 @@ fn load_one(path: &Path) -> Result<Object, CmdError> {
         1 => Ok(objs.remove(0)),
         n => Err(format!(
             "{}: expected one ClusterServiceVersion, found {n} objects",
-            path.display()
+            opship_core::paths::show(path)
         )
         .into()),
     }
@@ -235,7 +237,7 @@ fn load_one(path: &Path) -> Result<Object, CmdError> {
 
 fn print_drift(dir: &Path, d: &bundle::Drift) -> Result<(), CmdError> {
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{}: out of date", dir.display())?;
+    writeln!(out, "{}: out of date", opship_core::paths::show(dir))?;
     for f in &d.missing {
         writeln!(out, "  missing: {f}")?;
     }
@@ -254,9 +256,13 @@ fn print_semantic_drift(dir: &Path, d: &bundle::SemanticDrift) -> Result<(), Cmd
     use bundle::semantic::{Change, compact};
     let mut out = std::io::stdout().lock();
     match d.changes().count() {
-        0 => writeln!(out, "{}: up to date (semantically)", dir.display())?,
-        1 => writeln!(out, "{}: 1 difference", dir.display())?,
-        n => writeln!(out, "{}: {n} differences", dir.display())?,
+        0 => writeln!(
+            out,
+            "{}: up to date (semantically)",
+            opship_core::paths::show(dir)
+        )?,
+        1 => writeln!(out, "{}: 1 difference", opship_core::paths::show(dir))?,
+        n => writeln!(out, "{}: {n} differences", opship_core::paths::show(dir))?,
     }
     let mut group = None;
     for x in &d.differences {
@@ -294,7 +300,7 @@ fn print_semantic_drift(dir: &Path, d: &bundle::SemanticDrift) -> Result<(), Cmd
             Change::DockerfileInParent => writeln!(
                 out,
                 "    note: {} has none; its LABELs are compared with {} (operator-sdk's place for it, the project root)",
-                dir.display(),
+                opship_core::paths::show(dir),
                 dir.parent()
                     .unwrap_or(dir)
                     .join("bundle.Dockerfile")

@@ -30,8 +30,11 @@ pub fn run(args: &InitArgs) -> Result<ExitStatus, CmdError> {
         .into());
     }
     opship_core::fsutil::write_atomic(&path, config::starter(&package).as_bytes())?;
-    tracing::info!("wrote {}", path.display());
-    println!("wrote {} for package {package}", path.display());
+    tracing::info!("wrote {}", opship_core::paths::show(&path));
+    println!(
+        "wrote {} for package {package}",
+        opship_core::paths::show(&path)
+    );
     Ok(ExitStatus::Success)
 }
 
@@ -39,7 +42,7 @@ fn refuse_existing(path: &Path, force: bool) -> Result<(), CmdError> {
     if path.exists() && !force {
         return Err(format!(
             "{} already exists; pass --force to overwrite it",
-            path.display()
+            opship_core::paths::show(path)
         )
         .into());
     }
@@ -67,8 +70,8 @@ fn adopt(args: &InitArgs, dir: &Path) -> Result<ExitStatus, CmdError> {
     opship_core::fsutil::write_atomic(&path, text.as_bytes())?;
     println!(
         "wrote {} from the operator-sdk project {}",
-        path.display(),
-        dir.display()
+        opship_core::paths::show(&path),
+        opship_core::paths::show(dir)
     );
     for f in &adoption.found {
         println!("  {}: {}  ({})", f.key, f.value, f.from);

@@ -52,7 +52,7 @@ pub fn run(args: &ManifestsArgs, project_config: Option<&Path>) -> Result<ExitSt
             "--config {} is the project config (opship.yaml), which `opship manifests` does not \
              read; give an OLM v1 inline config (`watchNamespace`, `deploymentConfig`) with \
              --inline-config FILE",
-            p.display()
+            opship_core::paths::show(p)
         )
         .into());
     }
@@ -84,8 +84,8 @@ pub fn run(args: &ManifestsArgs, project_config: Option<&Path>) -> Result<ExitSt
             return Err(e
                 .to_string()
                 .replace(
-                    &dir.display().to_string(),
-                    &args.bundle.display().to_string(),
+                    &opship_core::paths::show(&dir).to_string(),
+                    &opship_core::paths::show(&args.bundle).to_string(),
                 )
                 .into());
         }
@@ -95,7 +95,7 @@ pub fn run(args: &ManifestsArgs, project_config: Option<&Path>) -> Result<ExitSt
             "{}: the CSV defines {webhooks} webhook(s) but no --cert-provider is given: they are \
              rendered without serving certificates; OLM v1 installs webhooks only with \
              `--cert-provider cert-manager` or `openshift-serviceca`",
-            args.bundle.display()
+            opship_core::paths::show(&args.bundle)
         );
     }
     if args.output == Path::new("-") {
@@ -118,7 +118,7 @@ pub fn run(args: &ManifestsArgs, project_config: Option<&Path>) -> Result<ExitSt
     super::progress::note(&format!(
         "wrote {} manifests to {}",
         files.len(),
-        args.output.display()
+        opship_core::paths::show(&args.output)
     ));
     Ok(ExitStatus::Success)
 }
@@ -156,7 +156,7 @@ fn bundle_dir(arg: &Path, tmp: &Path) -> Result<(PathBuf, bool), CmdError> {
 /// limits) into `tmp/bundle`.
 fn unpack(layout: &Path, tag: &str, shown: &Path, tmp: &Path) -> Result<PathBuf, CmdError> {
     use opship_core::image::{layout::Layout, unpack};
-    let named = |e: opship_core::Error| format!("{}: {e}", shown.display());
+    let named = |e: opship_core::Error| format!("{}: {e}", opship_core::paths::show(shown));
     let image = Layout::new(layout).read_image(tag).map_err(named)?;
     let dir = tmp.join("bundle");
     let mut unpacker = unpack::DirUnpacker::new(&dir, unpack::Limits::default()).map_err(named)?;

@@ -323,7 +323,7 @@ pub fn pull(args: &PullArgs) -> Result<ExitStatus, CmdError> {
     super::progress::note(&format!(
         "pulled {} into {}:{tag} ({platforms}{} blobs, {} bytes)",
         args.source,
-        dir.display(),
+        opship_core::paths::show(&dir),
         report.blobs,
         report.bytes
     ));
@@ -448,7 +448,7 @@ pub fn login(args: &LoginArgs) -> Result<ExitStatus, CmdError> {
     let file = auth::store(server, &args.username, &password, &Env::from_process())?;
     super::progress::note(&format!(
         "Login Succeeded (credentials stored in {})",
-        file.display()
+        opship_core::paths::show(&file)
     ));
     Ok(ExitStatus::Success)
 }

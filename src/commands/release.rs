@@ -114,7 +114,7 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
             eprintln!(
                 "error: the catalog {} references {} image(s) that do not pass the `verify:` \
                  policy; nothing was written or pushed",
-                dir.display(),
+                opship_core::paths::show(&dir),
                 verification.failures().len()
             );
             Ok(ExitStatus::Failure)
@@ -126,7 +126,7 @@ pub fn run(args: &ReleaseArgs, config: Option<&Path>, quiet: bool) -> Result<Exi
                 "error: the catalog {} does not validate after adding {}: fix it and run the \
                  release again (the bundle image and its signature are done and will be \
                  skipped)",
-                dir.display(),
+                opship_core::paths::show(&dir),
                 args.version
             );
             Ok(ExitStatus::Failure)

@@ -173,9 +173,11 @@ pub fn generate(args: &KeyGenerateArgs) -> Result<ExitStatus, CmdError> {
     if !args.force {
         for f in [&private, &public] {
             if f.exists() {
-                return Err(
-                    format!("{} exists; not overwriting it without --force", f.display()).into(),
-                );
+                return Err(format!(
+                    "{} exists; not overwriting it without --force",
+                    opship_core::paths::show(f)
+                )
+                .into());
             }
         }
     }
@@ -186,8 +188,8 @@ pub fn generate(args: &KeyGenerateArgs) -> Result<ExitStatus, CmdError> {
     opship_core::fsutil::write_atomic_with_mode(&public, files.public_pem.as_bytes(), 0o644)?;
     super::progress::note(&format!(
         "Private key written to {} (mode 0600)\nPublic key written to {}",
-        private.display(),
-        public.display()
+        opship_core::paths::show(&private),
+        opship_core::paths::show(&public)
     ));
     Ok(ExitStatus::Success)
 }

@@ -64,7 +64,7 @@ fn bundle(args: &ValidateBundleArgs) -> Result<ExitStatus, CmdError> {
         .collect();
     let progress = super::progress::Progress::new("validated", args.paths.len());
     let mut local_results = opship_validate::validate_dirs_with(&local, &opts, &|p| {
-        progress.item_done(&p.display().to_string());
+        progress.item_done(&opship_core::paths::show(p).to_string());
     })
     .into_iter();
     let results: Vec<_> = args
@@ -74,7 +74,7 @@ fn bundle(args: &ValidateBundleArgs) -> Result<ExitStatus, CmdError> {
         .map(|(arg, p)| match p {
             Some((layout, tag)) => opship_validate::load::load_layout_as(&layout, &tag, arg)
                 .map(|b| opship_validate::validate_report(&b, &opts, arg))
-                .inspect(|_| progress.item_done(&arg.display().to_string())),
+                .inspect(|_| progress.item_done(&opship_core::paths::show(arg).to_string())),
             None => local_results.next().expect("one result per local bundle"),
         })
         .collect();
@@ -147,14 +147,14 @@ fn options(args: &ValidateSuiteArgs) -> Result<Options, CmdError> {
     if let Some(path) = &args.categories {
         let text = opship_core::input::read_string(path, opship_core::input::Kind::Config)?;
         let doc: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+            .map_err(|e| format!("{}: not JSON: {e}", opship_core::paths::show(path)))?;
         let list = doc["categories"]
             .as_array()
             .and_then(|a| a.iter().map(|v| v.as_str().map(str::to_owned)).collect())
             .ok_or_else(|| {
                 format!(
                     "{}: expected {{\"categories\": [\"...\"]}} with string entries",
-                    path.display()
+                    opship_core::paths::show(path)
                 )
             })?;
         opts.categories = Some(list);

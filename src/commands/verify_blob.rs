@@ -72,7 +72,7 @@ pub fn verifier(
 /// What verified, for the summary line: the key file, or the identity asked for.
 pub fn described(key: Option<&std::path::Path>, k: &KeylessVerifyArgs) -> String {
     match key {
-        Some(p) => p.display().to_string(),
+        Some(p) => opship_core::paths::show(p).to_string(),
         None => {
             let id = &k.identity;
             let subject = id
@@ -125,7 +125,7 @@ pub fn verify_blob(args: &VerifyBlobArgs) -> Result<ExitStatus, CmdError> {
                 .join(", ");
             println!(
                 "Verified OK: {} signed by {who} at {times}; {} log entries checked",
-                args.artifact.display(),
+                opship_core::paths::show(&args.artifact),
                 v.tlog_entries
             );
             Ok(ExitStatus::Success)

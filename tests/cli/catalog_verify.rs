@@ -303,3 +303,115 @@ fn a_catalog_that_does_not_load_is_an_error_naming_the_file() {
         .arg(index.join("op/catalog.json")));
     assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
 }
+
+/// An `olm.bundle` blob of package `op` named `name` with image `image`, alone in a file.
+fn lone_bundle(name: &str, image: &str) -> String {
+    format!(
+        "schema: olm.bundle\nname: {name}\npackage: op\nimage: {image}\nproperties:\n- type: \
+         olm.package\n  value:\n    packageName: op\n    version: 0.9.1\n"
+    )
+}
+
+#[test]
+fn an_unsigned_bundle_in_any_file_opm_reads_is_refused() {
+    // opm v1.26.5 reads every file under the catalog (hidden ones, any extension, nested
+    // directories, hidden directories) but `.indexignore` files and what they exclude. An
+    // unsigned bundle placed in any of those must fail the gate, not pass unseen.
+    let s = Setup::new();
+    let (key, public) = s.keys("trusted", PASSWORD);
+    let reg = s.reg.addr.clone();
+    let layout = s.path("oci");
+    ok(
+        s.sign(
+            &key,
+            PASSWORD,
+            &["--identity", &format!("{reg}/bundle")],
+            &format!("{}:0.3.0", layout.display()),
+        ),
+        "sign layout",
+    );
+    let signed = format!("{reg}/bundle@{}", s.d3);
+    let unsigned = format!("{reg}/bundle@{}", s.d2);
+    let pubs = public.to_str().unwrap();
+    let layout_s = layout.to_str().unwrap();
+    let cases: &[(&str, Option<(&str, &str)>)] = &[
+        ("op/.op.opship-2.yaml", None),
+        ("op/.catalog.opship-new-draft", None),
+        ("op/.Catalog.new-q1W2e3", None),
+        ("op/.op.old-x", None),
+        ("op/.hidden", None),
+        ("op/extra.txt", None),
+        ("op/more/deeper/bundle", None),
+        (".cache/op.json", None),
+        (
+            "op/.indexignored-not/x.yml",
+            Some((".indexignore", "*.yaml\n")),
+        ),
+        // The root excludes `*.yaml`; the package's own `.indexignore` re-includes one file,
+        // and go-git (whose matcher opm uses) lets the later pattern win.
+        (
+            "op/.sneaky.yaml",
+            Some(("op/.indexignore", "!.sneaky.yaml\n")),
+        ),
+    ];
+    for (i, (file, ignore)) in cases.iter().enumerate() {
+        let index = s.path(&format!("index{i}"));
+        catalog(&index, &[("op.v0.0.0", signed.clone())]);
+        if ignore.is_some_and(|(f, _)| f.starts_with("op/")) {
+            std::fs::write(index.join(".indexignore"), "*.yaml\n").unwrap();
+        }
+        if let Some((f, text)) = ignore {
+            std::fs::write(index.join(f), text).unwrap();
+        }
+        let path = index.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, lone_bundle("op.v0.9.1", &unsigned)).unwrap();
+        let r = fails_with(
+            verify(&s, &index, &["--key", pubs, "--layout", layout_s]),
+            "1 of 2 image(s)",
+        );
+        assert!(
+            r.stdout
+                .contains(&format!("unsigned op.v0.9.1 ({unsigned})")),
+            "{file}: {}",
+            r.stdout
+        );
+        assert!(
+            r.stdout.contains("verified op.v0.0.0"),
+            "{file}: {}",
+            r.stdout
+        );
+    }
+    // What an `.indexignore` excludes opm never reads: not part of the catalog.
+    let index = s.path("ignored");
+    catalog(&index, &[("op.v0.0.0", signed.clone())]);
+    std::fs::write(index.join("op/.indexignore"), "/notes/\n*.md\n").unwrap();
+    for f in ["op/notes/a.yaml", "op/README.md", "op/sub/CHANGES.md"] {
+        let path = index.join(f);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, lone_bundle("op.v0.9.1", &unsigned)).unwrap();
+    }
+    let r = ok(
+        verify(&s, &index, &["--key", pubs, "--layout", layout_s]),
+        "catalog verify",
+    );
+    assert_eq!(r.stdout.lines().count(), 1, "{}", r.stdout);
+    // A temporary of the exact shape opship makes (what a killed `catalog add` leaves): not
+    // skipped, the catalog refused naming it.
+    for name in [".opship-Ab12Cd", ".opship-zz90QQ"] {
+        let index = s.path(&format!("left{name}"));
+        catalog(&index, &[("op.v0.0.0", signed.clone())]);
+        std::fs::write(
+            index.join("op").join(name),
+            lone_bundle("op.v0.9.1", &unsigned),
+        )
+        .unwrap();
+        let r = verify(&s, &index, &["--key", pubs, "--layout", layout_s]);
+        assert_eq!(r.code, 2, "{name}: {}\n{}", r.stdout, r.stderr);
+        assert!(
+            r.stderr.contains(name) && r.stderr.contains("interrupted opship run"),
+            "{}",
+            r.stderr
+        );
+    }
+}

@@ -1,6 +1,7 @@
 //! Hostile input (issue 13): outputs that are not opship's are never replaced, reads are
 //! bounded (no FIFO hang, no `/dev/zero` growth), names are checked before they become paths,
-//! versions are checked with the validator's rules, and leftovers of killed runs are ignored.
+//! versions are checked with the validator's rules, and the leftovers of killed runs are removed
+//! by the next run that writes there, and refused (not skipped) by the readers of a catalog.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -143,17 +144,19 @@ fn generate_keeps_files_beside_the_bundle() {
 fn generate_removes_the_leftovers_of_a_killed_run() {
     let (_t, dir) = sample_copy();
     let out = dir.join("out");
-    // What a run killed before this version left: a half-written temporary directory of the
-    // old naming and of the new one.
-    for stale in [".out.new-AbC123", ".out.opship-new-XyZ789"] {
+    // What a killed run left: the new content's temporary directory, and the old content set
+    // aside where the filesystem cannot exchange two directories.
+    for stale in [".out.opship-new-XyZ789", ".out.opship-old-Qw12Er"] {
         std::fs::create_dir_all(dir.join(stale).join("manifests")).unwrap();
     }
+    // Names that only look alike (an older naming, a user's notes) are not opship's: kept.
+    for mine in [".out.new-AbC123", ".out.opship-new-notes"] {
+        std::fs::create_dir_all(dir.join(mine)).unwrap();
+    }
     assert_eq!(generate_into(&dir, &out, &[]).code, 0);
-    assert!(
-        crate::hidden_entries(&dir).is_empty(),
-        "{:?}",
-        crate::hidden_entries(&dir)
-    );
+    let mut left = crate::hidden_entries(&dir);
+    left.sort();
+    assert_eq!(left, [".out.new-AbC123", ".out.opship-new-notes"]);
 }
 
 #[test]
@@ -314,7 +317,7 @@ fn catalog(args: &[&str], index: &Path) -> Run {
 }
 
 #[test]
-fn catalog_readers_refuse_fifos_and_links_out_and_skip_leftovers() {
+fn catalog_readers_refuse_fifos_links_out_and_leftovers() {
     let tmp = tempfile::tempdir().unwrap();
     let index = index_of(tmp.path());
     let layout = tmp.path().join("oci");
@@ -329,16 +332,60 @@ fn catalog_readers_refuse_fifos_and_links_out_and_skip_leftovers() {
             60,
         )
     };
-    // What a killed `catalog add` leaves: a full copy of the package's file.
+    // What a killed `catalog add` leaves: a full copy of the package's file. opm would read
+    // it (a second copy of every blob), so no reader skips it: each refuses the catalog
+    // naming it, and the next `catalog add` into the package removes it.
     let file = index.join(PKG).join("catalog.yaml");
-    std::fs::copy(&file, index.join(PKG).join(".opship-Ab12Cd")).unwrap();
+    for name in [".opship-Ab12Cd", ".opship-x9Y8z7"] {
+        let left = index.join(PKG).join(name);
+        std::fs::copy(&file, &left).unwrap();
+        for r in [
+            catalog(&["validate"], &index),
+            catalog(&["render", "-o", "json"], &index),
+            build(&index),
+        ] {
+            assert_ne!(r.code, 0, "{name}: {}", r.stdout);
+            let out = format!("{}{}", r.stdout, r.stderr);
+            assert!(
+                out.contains(name) && out.contains("interrupted opship run"),
+                "{out}"
+            );
+        }
+        let r = run_bounded(
+            opship()
+                .args(["catalog", "deprecate", "--package", PKG, "--bundle"])
+                .arg(format!("{PKG}.v0.1.0"))
+                .args(["-m", &format!("use 0.2.0 ({name})"), "--index"])
+                .arg(&index),
+            60,
+        );
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(!left.exists(), "{name} not removed");
+    }
+    // Hidden names that merely look like temporaries are catalog content, as opm reads them.
+    std::fs::write(
+        index.join(PKG).join(".catalog.yaml.new-AbC123"),
+        "# a note\n",
+    )
+    .unwrap();
+    std::fs::write(
+        index.join(PKG).join(".x.opship-3.yaml"),
+        format!("schema: example.note\npackage: {PKG}\nname: hidden\n"),
+    )
+    .unwrap();
     assert_eq!(catalog(&["validate"], &index).code, 0);
     let rendered = catalog(&["render", "-o", "json"], &index);
     assert_eq!(rendered.code, 0, "{}", rendered.stderr);
+    assert!(
+        rendered.stdout.contains("example.note"),
+        "{}",
+        rendered.stdout
+    );
+    // Top-level blobs only (a deprecation's reference also names `olm.bundle`).
     assert_eq!(
         rendered
             .stdout
-            .matches("\"schema\": \"olm.bundle\"")
+            .matches("\n    \"schema\": \"olm.bundle\"")
             .count(),
         2
     );

@@ -23,6 +23,7 @@ mod keyless_release;
 mod kill;
 mod layout_lock;
 mod manifests;
+mod non_utf8;
 mod progress;
 mod push_all;
 mod registry;

@@ -155,27 +155,18 @@ pub struct PackageLock {
 }
 
 /// Creates `dir` if needed and takes an exclusive lock on it (blocking until other holders
-/// are done).
+/// are done), then removes what killed runs left there.
 pub fn lock_dir(dir: &Path) -> Result<PackageLock> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let file = File::open(dir).map_err(|e| Error::io(dir, e))?;
     file.lock().map_err(|e| Error::io(dir, e))?;
-    remove_stale_temporaries(dir)?;
+    // A run killed between writing its temporary copy of the package's file and renaming it
+    // leaves that copy (`.opship-` and six random characters, the one shape
+    // `fsutil::is_temporary` knows); opm would read it as catalog content and every reader
+    // refuses the catalog while it is there. Under the lock no other `add` is writing here,
+    // and `sweep` leaves alone anything a live process holds or that merely looks alike.
+    opship_core::fsutil::sweep(dir)?;
     Ok(PackageLock { _file: file })
-}
-
-/// A run killed between writing its temporary file and renaming it leaves `.opship-*`
-/// behind; opm would read it as catalog content. Under the lock nobody else is writing, so
-/// any such file is stale.
-fn remove_stale_temporaries(dir: &Path) -> Result<()> {
-    for e in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
-        let e = e.map_err(|e| Error::io(dir, e))?;
-        if e.file_name().to_string_lossy().starts_with(".opship-") && e.path().is_file() {
-            tracing::warn!("removing {} left by an interrupted run", e.path().display());
-            std::fs::remove_file(e.path()).map_err(|err| Error::io(e.path(), err))?;
-        }
-    }
-    Ok(())
 }
 
 /// The one catalog file of a package directory and its format: an existing `catalog.yaml`,
@@ -192,7 +183,7 @@ pub fn package_file(dir: &Path) -> Result<(PathBuf, Format)> {
         many => {
             return Err(Error::Usage(format!(
                 "{} holds {} catalog files ({}); `opship catalog add` keeps a package in one file: merge them first (`opship catalog render {} --output yaml`)",
-                dir.display(),
+                opship_core::paths::show(dir),
                 many.len(),
                 many.iter()
                     .map(|p| p
@@ -202,7 +193,7 @@ pub fn package_file(dir: &Path) -> Result<(PathBuf, Format)> {
                         .into_owned())
                     .collect::<Vec<_>>()
                     .join(", "),
-                dir.display()
+                opship_core::paths::show(dir)
             )));
         }
     };
@@ -242,7 +233,7 @@ fn existing_mode(file: &Path) -> Result<Option<u32>> {
     if meta.permissions().readonly() {
         return Err(Error::Usage(format!(
             "{} is read-only; nothing written (make it writable to change the catalog)",
-            file.display()
+            opship_core::paths::show(file)
         )));
     }
     #[cfg(unix)]
@@ -538,7 +529,7 @@ pub fn deprecate(index: &Path, package: &str, target: Target, message: &str) -> 
     if !dir.is_dir() {
         return Err(Error::Usage(format!(
             "{}: no such package directory",
-            dir.display()
+            opship_core::paths::show(&dir)
         )));
     }
     let _lock = lock_dir(&dir)?;

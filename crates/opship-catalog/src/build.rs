@@ -42,11 +42,16 @@ fn entries(dir: &Path) -> Result<Vec<Entry>> {
             let path = e.path();
             let name = e.file_name();
             let name = name.to_str().ok_or_else(|| {
-                Error::Image(format!("{}: file name is not UTF-8", path.display()))
+                Error::Image(format!(
+                    "{}: file name is not UTF-8",
+                    opship_core::paths::show(&path)
+                ))
             })?;
-            // A temporary file of an interrupted `catalog add` is not catalog content.
-            if opship_core::output::is_leftover(name) {
-                continue;
+            // The image holds every file of the directory, as `ADD index /configs` would:
+            // a temporary an interrupted run left is refused (the loader refuses it too), not
+            // dropped from the image.
+            if opship_core::fsutil::is_temporary(name) {
+                return Err(Error::Usage(opship_core::fsutil::leftover_message(&path)));
             }
             let child = format!("{rel}/{name}");
             let mut ft = std::fs::symlink_metadata(&path).map_err(|e| Error::io(&path, e))?;
@@ -58,7 +63,7 @@ fn entries(dir: &Path) -> Result<Vec<Entry>> {
                 if ft.is_dir() {
                     return Err(Error::Usage(format!(
                         "{}: a symbolic link to a directory; catalogs are read without following those",
-                        path.display()
+                        opship_core::paths::show(&path)
                     )));
                 }
             }
@@ -76,7 +81,7 @@ fn entries(dir: &Path) -> Result<Vec<Entry>> {
             } else {
                 return Err(Error::Image(format!(
                     "{}: not a regular file or directory; a catalog image holds only those",
-                    path.display()
+                    opship_core::paths::show(&path)
                 )));
             }
         }
@@ -98,7 +103,7 @@ pub fn build_scratch(dir: &Path, opts: &BuildOptions) -> Result<Image> {
     if !report.passed() {
         return Err(Error::Invalid(format!(
             "{} is not a valid catalog, no image built:\n{}",
-            dir.display(),
+            opship_core::paths::show(dir),
             report.error_tree()
         )));
     }
@@ -187,17 +192,25 @@ pub fn dockerfile(index_dir: &str, opts: &DockerfileOptions) -> Result<String> {
 pub fn write_dockerfile(dir: &Path, opts: &DockerfileOptions) -> Result<std::path::PathBuf> {
     let name = dir
         .file_name()
-        .ok_or_else(|| Error::Usage(format!("{}: not a directory name", dir.display())))?
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "{}: not a directory name",
+                opship_core::paths::show(dir)
+            ))
+        })?
         .to_string_lossy()
         .into_owned();
     if !dir.is_dir() {
-        return Err(Error::Usage(format!("{}: not a directory", dir.display())));
+        return Err(Error::Usage(format!(
+            "{}: not a directory",
+            opship_core::paths::show(dir)
+        )));
     }
     let target = dir.with_file_name(format!("{name}.Dockerfile"));
     if target.exists() {
         return Err(Error::Usage(format!(
             "{}: already exists; not overwritten",
-            target.display()
+            opship_core::paths::show(&target)
         )));
     }
     let text = dockerfile(&name, opts)?;
@@ -253,7 +266,7 @@ pub fn build_on_base(
     if !report.passed() {
         return Err(Error::Invalid(format!(
             "{} is not a valid catalog, no image built:\n{}",
-            dir.display(),
+            opship_core::paths::show(dir),
             report.error_tree()
         )));
     }
@@ -266,7 +279,7 @@ pub fn build_on_base(
     let index: Value = serde_json::from_slice(&index_bytes).map_err(|e| {
         Error::Image(format!(
             "{}: not JSON: {e}",
-            base.join("index.json").display()
+            opship_core::paths::show(&base.join("index.json"))
         ))
     })?;
     let top = index["manifests"]
@@ -279,7 +292,12 @@ pub fn build_on_base(
             })
         })
         .cloned()
-        .ok_or_else(|| Error::Image(format!("{}: no image tagged `{base_tag}`", base.display())))?;
+        .ok_or_else(|| {
+            Error::Image(format!(
+                "{}: no image tagged `{base_tag}`",
+                opship_core::paths::show(base)
+            ))
+        })?;
     let created = oci::rfc3339(opts.epoch);
     let mut labels = opts.labels.clone();
     labels.insert(CONFIGS_LABEL.into(), CONFIGS_DIR.into());

@@ -10,7 +10,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum Error {
     /// A file or directory could not be read or written.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {source}", opship_core::paths::show(path))]
     #[diagnostic(code(opship::catalog::io))]
     Io {
         /// The file or directory.
@@ -30,7 +30,7 @@ pub enum Error {
     },
 
     /// A bundle could not be rendered.
-    #[error("render {}: {message}", path.display())]
+    #[error("render {}: {message}", opship_core::paths::show(path))]
     #[diagnostic(code(opship::catalog::render))]
     Render {
         /// The bundle directory or image.

@@ -524,7 +524,10 @@ pub fn render_image(
         return crate::load::load_dir(&tmp.path().join(rel));
     }
     if labels.contains_key(PACKAGE_ANNOTATION) {
-        let image = image.map_or_else(|| shown.display().to_string(), str::to_owned);
+        let image = image.map_or_else(
+            || opship_core::paths::show(shown).to_string(),
+            str::to_owned,
+        );
         let b = render_layout(layout, tag, shown, &image, format)?;
         return Ok(crate::Catalog {
             bundles: vec![b],

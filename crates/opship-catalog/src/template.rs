@@ -82,7 +82,7 @@ fn parse_semver(text: &str, file: &Path) -> Result<SemverTemplate> {
     let blobs = crate::load::blobs(text, file)?;
     let [(Value::Object(m), origin)] = blobs.as_slice() else {
         return Err(Error::parse(
-            file.display().to_string(),
+            opship_core::paths::show(file).to_string(),
             "a semver template is one document with `schema: olm.semver`",
         ));
     };

@@ -20,7 +20,7 @@ pub enum Error {
     Install(#[from] opship_install::Error),
 
     /// The bundle cannot be turned into a chart (no CSV, no deployment, ...).
-    #[error("{}: {message}", path.display())]
+    #[error("{}: {message}", opship_core::paths::show(path))]
     #[diagnostic(code(opship::chart::bundle))]
     Bundle {
         /// The bundle directory or file.
@@ -48,7 +48,7 @@ pub enum Error {
     },
 
     /// A chart directory or archive is not what opship can package, index or push.
-    #[error("{}: {message}", path.display())]
+    #[error("{}: {message}", opship_core::paths::show(path))]
     #[diagnostic(code(opship::chart::invalid))]
     Invalid {
         /// The chart directory, archive or index.
@@ -58,7 +58,7 @@ pub enum Error {
     },
 
     /// Reading or writing a file failed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {source}", opship_core::paths::show(path))]
     #[diagnostic(code(opship::chart::io))]
     Io {
         /// The file or directory.

@@ -313,7 +313,10 @@ pub fn unpack(bytes: &[u8], origin: &Path) -> Result<Files> {
             continue;
         }
         if !ty.is_file() {
-            return Err(bad(format!("{}: not a regular file", path.display())));
+            return Err(bad(format!(
+                "{}: not a regular file",
+                opship_core::paths::show(&path)
+            )));
         }
         let text = path.to_string_lossy().replace('\\', "/");
         let Some((first, rest)) = text.split_once('/') else {

@@ -256,7 +256,7 @@ impl Templates {
                     &path,
                     opship_core::input::Kind::Manifest,
                 )?;
-                let shown = path.display().to_string();
+                let shown = opship_core::paths::show(&path).to_string();
                 match loaded.iter_mut().find(|l| l.name == name) {
                     Some(l) => {
                         l.source = source;

@@ -426,7 +426,7 @@ impl Project {
                         at(&entry),
                         format!(
                             "`extraManifests` entry `{}` is not a .yaml, .yml or .json file",
-                            m.display()
+                            crate::paths::show(m)
                         ),
                     ));
                 }

@@ -38,7 +38,7 @@ pub enum Error {
     Input(String),
 
     /// Reading or writing a file failed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {source}", crate::paths::show(path))]
     #[diagnostic(code(opship::io))]
     Io {
         /// The file or directory.
@@ -49,7 +49,7 @@ pub enum Error {
 
     /// An archive (an image layer) was refused: an entry would escape the target, is of a kind
     /// that is never unpacked (device, symlink), or a size or count budget was exceeded.
-    #[error("{}: {message}", path.display())]
+    #[error("{}: {message}", crate::paths::show(path))]
     #[diagnostic(code(opship::unsafe_archive))]
     Unsafe {
         /// The entry as the archive names it (or `(layer)` for the archive as a whole).

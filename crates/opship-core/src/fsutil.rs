@@ -1,8 +1,9 @@
 //! File writes that never leave a half-written file behind (a temporary file next to the
-//! target, then a rename), and the temporaries themselves: every one is named `.…opship-…`,
-//! registered with [`crate::cleanup`] so a signal removes it, and holds a file lock while it
-//! lives, so a later run can tell the leftovers of a killed run (unlocked) from another run's
-//! work in progress (locked) and [`sweep`] them.
+//! target, then a rename), and the temporaries themselves: every one is named by
+//! [`is_temporary`]'s one shape (`.opship-` or `.<stem>.opship-`, a purpose from a closed list,
+//! six random letters or digits), registered with [`crate::cleanup`] so a signal removes it,
+//! and holds a file lock while it lives, so a later run can tell the leftovers of a killed run
+//! (unlocked) from another run's work in progress (locked) and [`sweep`] them.
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -13,13 +14,89 @@ use std::sync::Mutex;
 use crate::cleanup::{self, PathGuard};
 use crate::error::{Error, Result};
 
-/// The part every temporary's name has (`.opship-…`, `.<name>.opship-…`).
+/// The part every temporary's name has (`.opship-…`, `.<stem>.opship-…`).
 pub const TEMP_MARK: &str = ".opship-";
 
-/// Whether `name` is a temporary opship makes (a hidden name with `.opship-` in it). Readers
-/// of directories skip these; [`sweep`] removes those no live run holds.
-pub fn is_temporary(name: &str) -> bool {
-    name.starts_with('.') && name.contains(TEMP_MARK)
+/// How many random characters (ASCII letters and digits) end a temporary's name.
+pub const TEMP_RANDOM_LEN: usize = 6;
+
+/// What may follow [`TEMP_MARK`] before the random part: nothing (an atomic write's file), or
+/// the purpose of a temporary directory. A closed list, so that no name a user chose by
+/// chance (`.x.opship-1.yaml`, `.notes.opship-draft`) is taken for opship's.
+const TEMP_PURPOSES: [&str; 9] = [
+    "",
+    "stage-",
+    "render-",
+    "unpack-",
+    "kustomize-",
+    "make-",
+    "pull-",
+    "new-",
+    "old-",
+];
+
+/// Whether temporaries may be created with `prefix`: `.opship-` or `.<stem>.opship-` (a stem
+/// without `/`), then one of the purposes (`stage-`, `new-`…) or nothing.
+pub fn is_temp_prefix(prefix: &str) -> bool {
+    TEMP_PURPOSES.iter().any(|purpose| {
+        let Some(head) = prefix
+            .strip_suffix(purpose)
+            .and_then(|h| h.strip_suffix(TEMP_MARK))
+        else {
+            return false;
+        };
+        head.is_empty()
+            || head
+                .strip_prefix('.')
+                .is_some_and(|stem| !stem.is_empty() && !stem.contains('/'))
+    })
+}
+
+/// Whether `name` is a temporary opship makes: a prefix [`is_temp_prefix`] accepts followed by
+/// exactly [`TEMP_RANDOM_LEN`] ASCII letters or digits, the shape of every name
+/// [`temp_file_in`] and [`temp_dir_in`] create. Nothing else is: not every hidden file, nor
+/// every name holding `.opship-`. [`sweep`] removes those no live run holds; readers that must
+/// see what opm sees refuse them ([`leftover_message`]) rather than skip them.
+pub fn is_temporary(name: impl AsRef<std::ffi::OsStr>) -> bool {
+    let Some(name) = name.as_ref().to_str() else {
+        return false;
+    };
+    let Some(cut) = name.len().checked_sub(TEMP_RANDOM_LEN) else {
+        return false;
+    };
+    if !name.is_char_boundary(cut) {
+        return false;
+    }
+    let (prefix, random) = name.split_at(cut);
+    random.bytes().all(|b| b.is_ascii_alphanumeric()) && is_temp_prefix(prefix)
+}
+
+/// Whether a live process holds the temporary at `path` (its lock is taken): the work in
+/// progress of another run, as opposed to what a killed run left.
+pub fn is_held(path: &Path) -> bool {
+    match File::open(path) {
+        Ok(f) => f.try_lock().is_err() && still_there(path, &f),
+        Err(_) => false,
+    }
+}
+
+/// Why the temporary at `path` found inside a tree that opm reads as a whole (a catalog
+/// directory) cannot be read past: opm would read it as content, so skipping it would judge
+/// another catalog than the one served.
+pub fn leftover_message(path: &Path) -> String {
+    let shown = crate::paths::show(path);
+    if is_held(path) {
+        format!(
+            "{shown}: a temporary of an opship run still writing here (opm would read it as \
+             content); retry when that run has finished"
+        )
+    } else {
+        format!(
+            "{shown}: a temporary left by an interrupted opship run (opm would read it as \
+             content); remove it, or re-run the command that was interrupted (`opship catalog \
+             add` removes its own)"
+        )
+    }
 }
 
 /// Replaces `path` with `bytes` atomically.
@@ -106,15 +183,29 @@ fn still_there(path: &Path, held: &File) -> bool {
     }
 }
 
-/// Creates a temporary file in `dir` whose name starts with `prefix` (which must hold
-/// `.opship-`), with permission bits `mode` exactly (whatever the umask).
+/// Refuses a prefix that would make names [`is_temporary`] does not recognise (their
+/// leftovers would never be swept, and readers would take them for content).
+fn check_prefix(prefix: &str) -> std::io::Result<()> {
+    if is_temp_prefix(prefix) {
+        Ok(())
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("`{prefix}` is not the prefix of an opship temporary"),
+        ))
+    }
+}
+
+/// Creates a temporary file in `dir` named `prefix` (which [`is_temp_prefix`] accepts) and
+/// [`TEMP_RANDOM_LEN`] random characters, with permission bits `mode` exactly (whatever the
+/// umask).
 pub fn temp_file_in(dir: &Path, prefix: &str, mode: Option<u32>) -> std::io::Result<TempFile> {
-    debug_assert!(is_temporary(prefix), "{prefix}");
+    check_prefix(prefix)?;
     loop {
         let (file, guard) = cleanup::create_registered(
             || {
                 let mut builder = tempfile::Builder::new();
-                builder.prefix(prefix);
+                builder.prefix(prefix).rand_bytes(TEMP_RANDOM_LEN);
                 #[cfg(unix)]
                 if let Some(mode) = mode {
                     use std::os::unix::fs::PermissionsExt;
@@ -164,14 +255,20 @@ impl TempDir {
     }
 }
 
-/// Creates a temporary directory in `parent` whose name starts with `prefix` (which must hold
-/// `.opship-`). Leftovers of killed runs in `parent` are removed first (once per process).
+/// Creates a temporary directory in `parent` named `prefix` (which [`is_temp_prefix`]
+/// accepts) and [`TEMP_RANDOM_LEN`] random characters. Leftovers of killed runs in `parent`
+/// are removed first (once per process).
 pub fn temp_dir_in(parent: &Path, prefix: &str) -> std::io::Result<TempDir> {
-    debug_assert!(is_temporary(prefix), "{prefix}");
+    check_prefix(prefix)?;
     sweep_once(parent);
     loop {
         let (dir, guard) = cleanup::create_registered(
-            || tempfile::Builder::new().prefix(prefix).tempdir_in(parent),
+            || {
+                tempfile::Builder::new()
+                    .prefix(prefix)
+                    .rand_bytes(TEMP_RANDOM_LEN)
+                    .tempdir_in(parent)
+            },
             |d| d.path(),
         )?;
         let Ok(lock) = File::open(dir.path()) else {
@@ -235,8 +332,9 @@ pub fn copy_file(from: &Path, to: &Path) -> std::io::Result<u64> {
 }
 
 /// Removes the temporaries in `dir` that no live run holds (what a SIGKILL or a power cut
-/// left), returning how many. Only regular files and directories with a temporary's name
-/// that belong to this user are considered; a missing `dir` has none.
+/// left), returning how many. Only regular files and directories whose name has the exact
+/// shape of [`is_temporary`] and that belong to this user are considered (a user's
+/// `.x.opship-notes` is not); a missing `dir` has none.
 pub fn sweep(dir: &Path) -> Result<usize> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
@@ -246,7 +344,7 @@ pub fn sweep(dir: &Path) -> Result<usize> {
     let mut removed = 0;
     for e in entries {
         let e = e.map_err(|e| Error::io(dir, e))?;
-        if !is_temporary(&e.file_name().to_string_lossy()) {
+        if !is_temporary(e.file_name()) {
             continue;
         }
         let path = e.path();
@@ -269,7 +367,10 @@ pub fn sweep(dir: &Path) -> Result<usize> {
         if held.try_lock().is_err() || !still_there(&path, &held) {
             continue; // a live run's, or gone meanwhile
         }
-        tracing::info!("removing {} left by an interrupted run", path.display());
+        tracing::info!(
+            "removing {} left by an interrupted run",
+            crate::paths::show(&path)
+        );
         let r = if meta.is_dir() {
             std::fs::remove_dir_all(&path)
         } else {
@@ -293,7 +394,7 @@ fn own_uid() -> u32 {
 }
 
 /// [`sweep`] of `dir`, at most once per process; failures are logged, not fatal (a leftover
-/// is never read as content, it only takes space).
+/// only takes space: readers of catalogs refuse one rather than read it as content).
 pub fn sweep_once(dir: &Path) {
     static SWEPT: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
     let key = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
@@ -316,9 +417,12 @@ mod tests {
         let live_file = temp_file_in(d.path(), ".opship-", Some(0o600)).unwrap();
         let live_dir = temp_dir_in(d.path(), ".opship-stage-").unwrap();
         // What killed runs left: a file and a directory with content.
+        std::fs::write(d.path().join(".opship-dEAd00"), "x").unwrap();
+        std::fs::create_dir_all(d.path().join(".opship-stage-dEAd00/bundle")).unwrap();
+        std::fs::write(d.path().join(".opship-stage-dEAd00/bundle/f"), "x").unwrap();
+        // A user's names that merely look like it: never removed.
+        std::fs::write(d.path().join(".x.opship-1.yaml"), "x").unwrap();
         std::fs::write(d.path().join(".opship-dead"), "x").unwrap();
-        std::fs::create_dir_all(d.path().join(".opship-stage-dead/bundle")).unwrap();
-        std::fs::write(d.path().join(".opship-stage-dead/bundle/f"), "x").unwrap();
         std::fs::write(d.path().join("keep.yaml"), "x").unwrap();
         std::fs::write(d.path().join(".hidden"), "x").unwrap();
         assert_eq!(sweep(d.path()).unwrap(), 2);
@@ -327,11 +431,13 @@ mod tests {
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
         names.sort();
-        assert_eq!(names.len(), 4, "{names:?}");
+        assert_eq!(names.len(), 6, "{names:?}");
         assert!(live_file.path().exists() && live_dir.path().exists());
-        assert!(names.contains(&"keep.yaml".to_owned()) && names.contains(&".hidden".to_owned()));
+        for kept in ["keep.yaml", ".hidden", ".x.opship-1.yaml", ".opship-dead"] {
+            assert!(names.contains(&kept.to_owned()), "{kept}: {names:?}");
+        }
         drop((live_file, live_dir));
-        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2);
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 4);
     }
 
     /// What the signal handler does (hold the registry, remove the temporaries) while other
@@ -393,7 +499,50 @@ mod tests {
             assert_eq!(mode, 0o600);
         }
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
-        assert!(is_temporary(".opship-x") && is_temporary(".abc.opship-new-1"));
-        assert!(!is_temporary("opship-x") && !is_temporary(".gitignore"));
+    }
+
+    #[test]
+    fn a_temporary_is_the_exact_shape_opship_creates() {
+        for name in [
+            ".opship-Ab12Cd",
+            ".opship-stage-zzzzzz",
+            ".bundle.opship-new-0a1B2c",
+            ".bundle.opship-old-0a1B2c",
+            ".3f9e.opship-QWERTY",
+            ".opship-kustomize-a1b2c3",
+        ] {
+            assert!(is_temporary(name), "{name}");
+        }
+        for name in [
+            ".x.opship-1.yaml",
+            ".catalog.opship-draft",
+            ".opship-Ab12C",
+            ".opship-Ab12Cde",
+            ".opship-Ab-2Cd",
+            ".opship-notes-abcdef",
+            "opship-Ab12Cd",
+            "..opship-Ab12Cd",
+            ".x.new-AbC123",
+            ".x.old-AbC123",
+            ".gitignore",
+            ".opship-\u{e9}b12Cd",
+        ] {
+            assert!(!is_temporary(name), "{name}");
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            assert!(!is_temporary(std::ffi::OsStr::from_bytes(
+                b".opship-\xffb12Cd"
+            )));
+        }
+        // What the creators make is recognised, and they refuse any other prefix.
+        let d = tempfile::tempdir().unwrap();
+        let f = temp_file_in(d.path(), ".catalog.opship-", None).unwrap();
+        assert!(is_temporary(f.path().file_name().unwrap()));
+        let t = temp_dir_in(d.path(), ".opship-render-").unwrap();
+        assert!(is_temporary(t.path().file_name().unwrap()));
+        assert!(temp_file_in(d.path(), ".opship-notes-", None).is_err());
+        assert!(temp_dir_in(d.path(), "opship-").is_err());
     }
 }

@@ -62,7 +62,7 @@ impl Kind {
 }
 
 fn refuse(path: &Path, message: String) -> Error {
-    Error::Input(format!("{}: {message}", path.display()))
+    Error::Input(format!("{}: {message}", crate::paths::show(path)))
 }
 
 /// Checks that `path` (after following symlinks) is a regular file within the budget of
@@ -153,7 +153,7 @@ pub fn check_in_tree(root: &Path, path: &Path) -> Result<PathBuf> {
             path,
             format!(
                 "is a symlink that leads out of {}; not followed",
-                root.display()
+                crate::paths::show(root)
             ),
         ));
     }

@@ -53,7 +53,7 @@ pub fn check_kustomization_file(dir: &Path) -> Result<()> {
             };
             return Err(Error::Input(format!(
                 "{}: {what}; a kustomization must be a regular file",
-                p.display()
+                crate::paths::show(&p)
             )));
         }
     }
@@ -97,7 +97,7 @@ impl Tool {
                 "{} is a kustomization ({}), and building it needs `kustomize` or `kubectl` on PATH; \
                  neither was found. Install one (kustomize 5, or kubectl, which embeds it), or pass \
                  the saved output of `kustomize build` as the manifests",
-                for_dir.display(),
+                crate::paths::show(for_dir),
                 kustomization_file(for_dir)
                     .and_then(|f| f.file_name().map(|n| n.to_string_lossy().into_owned()))
                     .unwrap_or_else(|| "kustomization.yaml".into())
@@ -112,7 +112,7 @@ impl Tool {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        format!("{name} {} {}", self.args.join(" "), dir.display())
+        format!("{name} {} {}", self.args.join(" "), crate::paths::show(dir))
     }
 }
 
@@ -301,7 +301,7 @@ impl Copy {
             parts.push(canon(&e.dir).map_err(|_| {
                 Error::Input(format!(
                     "{}: the directory of `kustomize edit {}` does not exist",
-                    e.dir.display(),
+                    crate::paths::show(&e.dir),
                     e.args.join(" ")
                 ))
             })?);
@@ -317,7 +317,7 @@ impl Copy {
         if root.parent().is_none() {
             return Err(Error::Input(format!(
                 "{}: the kustomizations it reaches share no directory but `/`; opship does not copy the whole file system to run `kustomize edit`",
-                dir.display()
+                crate::paths::show(dir)
             )));
         }
         // A registered temporary: removed on SIGINT/SIGTERM, swept after a SIGKILL.
@@ -344,7 +344,11 @@ impl Copy {
 
     /// `kustomize edit ARGS` in the copy of `dir`.
     fn edit(&self, tool: &Tool, dir: &Path, args: &[String]) -> Result<()> {
-        let shown = format!("cd {} && kustomize edit {}", dir.display(), args.join(" "));
+        let shown = format!(
+            "cd {} && kustomize edit {}",
+            crate::paths::show(dir),
+            args.join(" ")
+        );
         if tool.args.first().map(String::as_str) != Some("build") {
             return Err(Error::Input(format!(
                 "`{shown}` needs kustomize on PATH (kubectl has no `edit`)"
@@ -377,7 +381,7 @@ fn copy_tree(from: &Path, to: &Path, left: &mut u64, depth: usize) -> Result<()>
     if depth > 64 {
         return Err(Error::Input(format!(
             "{}: more than 64 directory levels (a symbolic link loop?)",
-            from.display()
+            crate::paths::show(from)
         )));
     }
     // Into a registered temporary: through `fsutil`'s creations, which a signal excludes.
@@ -402,7 +406,7 @@ fn copy_tree(from: &Path, to: &Path, left: &mut u64, depth: usize) -> Result<()>
             if meta.len() > *left {
                 return Err(Error::Input(format!(
                     "{}: the kustomizations' directory holds more than {} MiB; opship copies it to run `kustomize edit` and stops there",
-                    from.display(),
+                    crate::paths::show(from),
                     COPY_BUDGET / (1024 * 1024)
                 )));
             }

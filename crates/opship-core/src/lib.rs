@@ -17,6 +17,7 @@ pub mod manifest;
 pub mod naming;
 pub mod operator_sdk;
 pub mod output;
+pub mod paths;
 pub mod semver_range;
 pub mod shell;
 pub mod yaml;

@@ -680,7 +680,7 @@ fn run(
             if !will.is_empty() {
                 tracing::warn!(
                     "--run-make: `{shown}` in {} runs {}",
-                    dir.display(),
+                    crate::paths::show(dir),
                     will.iter()
                         .map(|c| format!("`{}`", c.lines().next().unwrap_or_default()))
                         .collect::<Vec<_>>()
@@ -715,7 +715,7 @@ fn run(
                     .unwrap_or_default();
                 return Err(Error::Input(format!(
                     "`{shown}` in {} failed ({}): {message}{hint}",
-                    dir.display(),
+                    crate::paths::show(dir),
                     out.status
                 )));
             }
@@ -813,7 +813,7 @@ fn no_make(e: Error, dir: &Path) -> Error {
     match e {
         Error::Input(m) if m.starts_with("cannot run") => Error::Input(format!(
             "{m}: reading {}'s bundle recipe needs GNU make on PATH",
-            dir.join("Makefile").display()
+            crate::paths::show(&dir.join("Makefile"))
         )),
         e => e,
     }
@@ -848,7 +848,7 @@ fn read_shells(
         // make stopped while reading (a syntax error, the Makefile's own `$(error)`).
         return Err(Error::Input(format!(
             "`{shown}` in {} failed ({}): {message}",
-            dir.display(),
+            crate::paths::show(dir),
             out.status
         )));
     }
@@ -907,7 +907,7 @@ fn read_shells(
         if !writable && guard.recipes == Recipes::Refused {
             return Err(Error::Input(format!(
                 "the Makefile in {} gives the target `{n}` its own SHELL, which opship cannot replace to keep make from running its commands; read it with --run-make, which runs what `make -n` runs",
-                dir.display()
+                crate::paths::show(dir)
             )));
         }
     }
@@ -1260,7 +1260,7 @@ fn is_conditional(t: &str) -> bool {
 fn rel(dir: &Path, file: &str) -> String {
     let p = PathBuf::from(file);
     p.strip_prefix(dir)
-        .map(|r| r.display().to_string())
+        .map(|r| crate::paths::show(r).to_string())
         .unwrap_or_else(|_| file.to_owned())
 }
 

@@ -164,11 +164,11 @@ pub enum Source {
 
 impl Source {
     /// `-` means standard input.
-    pub fn from_arg(arg: &str) -> Source {
-        if arg == "-" {
+    pub fn from_arg(arg: &Path) -> Source {
+        if arg == Path::new("-") {
             Source::Stdin
         } else {
-            Source::Path(PathBuf::from(arg))
+            Source::Path(arg.to_path_buf())
         }
     }
 }
@@ -249,7 +249,7 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
             if ft.is_dir() {
                 return Err(Error::Input(format!(
                     "{}: a symbolic link to a directory; manifests are read without following those",
-                    path.display()
+                    crate::paths::show(&path)
                 )));
             }
         }

@@ -174,7 +174,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     if !has_makefile {
         to_decide.push(format!(
             "{} not found: operator-sdk's defaults are used (channel alpha, the base CSV's version)",
-            makefile_path.display()
+            crate::paths::show(&makefile_path)
         ));
     }
 
@@ -336,7 +336,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
     if plain_dir && !manifests_dir.is_dir() {
         return Err(Error::Input(format!(
             "{}: the recipe's --deploy-dir is not a directory",
-            manifests_dir.display()
+            crate::paths::show(&manifests_dir)
         )));
     }
     if !plain_dir && crate::kustomize::kustomization_file(&manifests_dir).is_none() {
@@ -351,12 +351,12 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         };
         return Err(Error::Input(format!(
             "{} is not a kustomization (no kustomization.yaml){hint}",
-            manifests_dir.display()
+            crate::paths::show(&manifests_dir)
         )));
     }
     found.push(Found {
         key: "manifests".into(),
-        value: manifests.0.display().to_string(),
+        value: crate::paths::show(&manifests.0).to_string(),
         from: manifests.1,
     });
 
@@ -603,7 +603,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
                 e.at,
                 e.args.join(" "),
                 e.dir,
-                manifests.0.display()
+                crate::paths::show(&manifests.0)
             ));
             continue;
         }
@@ -617,7 +617,11 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
         };
         found.push(Found {
             key: "kustomizeEdits".into(),
-            value: format!("{}: kustomize edit {}", d.display(), e.args.join(" ")),
+            value: format!(
+                "{}: kustomize edit {}",
+                crate::paths::show(&d),
+                e.args.join(" ")
+            ),
             from: e.at.clone(),
         });
         // An image tag holding the version follows the release, as the recipe's `$(VERSION)`.
@@ -822,7 +826,7 @@ pub fn adopt(req: &Request) -> Result<Adoption> {
                     Some(p) if !extra_manifests.contains(&p) => {
                         found.push(Found {
                             key: "extraManifests".into(),
-                            value: p.display().to_string(),
+                            value: crate::paths::show(&p).to_string(),
                             from,
                         });
                         extra_manifests.push(p);
@@ -2085,7 +2089,7 @@ fn sub_kustomizations(dir: &Path) -> Vec<String> {
         .flatten()
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.is_dir() && crate::kustomize::kustomization_file(p).is_some())
-        .map(|p| p.display().to_string())
+        .map(|p| crate::paths::show(&p).to_string())
         .collect();
     out.sort();
     out

@@ -36,17 +36,10 @@ pub enum Overwrite {
     Force,
 }
 
-/// The prefix of every temporary sibling opship creates next to `<base>`.
-fn temp_prefix(base: &str) -> String {
-    format!(".{base}.opship-")
-}
-
-/// Whether `name` is a temporary directory or file left next to an output by an opship run
-/// (this version's `.<base>.opship-…` and the older `.<base>.new-…`/`.<base>.old-…`); readers
-/// of directory trees skip these.
-pub fn is_leftover(name: &str) -> bool {
-    crate::fsutil::is_temporary(name)
-        || (name.starts_with('.') && (name.contains(".new-") || name.contains(".old-")))
+/// The prefix of the temporary sibling opship creates next to `<base>`: the new content, and
+/// (where the filesystem cannot exchange two directories) the old one while it is set aside.
+fn temp_prefix(base: &str, purpose: &str) -> String {
+    format!(".{base}{}{purpose}", crate::fsutil::TEMP_MARK)
 }
 
 /// Checks that `dir` may be replaced by `files` of kind `target`, without writing anything.
@@ -54,7 +47,7 @@ pub fn check(dir: &Path, files: &Files, target: Target, overwrite: Overwrite) ->
     let refuse = |why: String| {
         Error::Input(format!(
             "{}: {why}; refusing to replace it with the {}",
-            dir.display(),
+            crate::paths::show(dir),
             target.what
         ))
     };
@@ -163,21 +156,21 @@ pub fn replace_dir(dir: &Path, files: &Files, target: Target, overwrite: Overwri
     let base = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| Error::Input(format!("{}: not a directory name", dir.display())))?;
+        .ok_or_else(|| {
+            Error::Input(format!("{}: not a directory name", crate::paths::show(dir)))
+        })?;
     // Two opship runs writing next to each other must not remove each other's temporaries.
     // A parent that is itself a temporary (a release's staging directory) is this run's own,
     // and already locked by it through `fsutil::TempDir`: a second lock there would wait for
     // ourselves.
-    let private = parent
-        .file_name()
-        .is_some_and(|n| crate::fsutil::is_temporary(&n.to_string_lossy()));
+    let private = parent.file_name().is_some_and(crate::fsutil::is_temporary);
     let lock = File::open(&parent).map_err(|e| Error::io(&parent, e))?;
     if !private {
         lock.lock().map_err(|e| Error::io(&parent, e))?;
     }
     remove_leftovers(&parent, &base)?;
 
-    let tmp = crate::fsutil::temp_dir_in(&parent, &format!("{}new-", temp_prefix(&base)))
+    let tmp = crate::fsutil::temp_dir_in(&parent, &temp_prefix(&base, "new-"))
         .map_err(|e| Error::io(&parent, e))?;
     // Through `fsutil`'s creations: a signal handled meanwhile removes `tmp` for good.
     for (rel, bytes) in files {
@@ -228,7 +221,21 @@ fn exchange(new: &Path, dir: &Path) -> Result<()> {
             Err(e) => return Err(Error::io(dir, e.into())),
         }
     }
-    let aside = new.with_extension("old");
+    // `.<base>.opship-old-XXXXXX`, the same random part as the new content's: a temporary
+    // by its name, which a later run removes if this one is killed in between. The old
+    // content is locked while it is aside, so a concurrent sweep leaves it alone.
+    let name = new.file_name().map(|n| n.to_string_lossy().into_owned());
+    let aside = match name.as_deref().and_then(|n| n.rsplit_once("new-")) {
+        Some((head, random)) => new.with_file_name(format!("{head}old-{random}")),
+        None => {
+            return Err(Error::Internal(format!(
+                "{}: not a temporary",
+                crate::paths::show(new)
+            )));
+        }
+    };
+    let held = File::open(dir).map_err(|e| Error::io(dir, e))?;
+    let _ = held.try_lock();
     std::fs::rename(dir, &aside).map_err(|e| Error::io(dir, e))?;
     if let Err(e) = std::fs::rename(new, dir) {
         let _ = std::fs::rename(&aside, dir);
@@ -237,16 +244,24 @@ fn exchange(new: &Path, dir: &Path) -> Result<()> {
     std::fs::rename(&aside, new).map_err(|e| Error::io(new, e))
 }
 
-/// Removes temporaries that earlier (killed) runs left next to `<parent>/<base>`.
+/// Removes the temporaries that earlier (killed) runs left next to `<parent>/<base>`: names
+/// of the exact shape `fsutil::is_temporary` knows with this output's prefix, nothing else
+/// (a user's `.<base>.notes` stays). The caller holds the lock on `parent`.
 fn remove_leftovers(parent: &Path, base: &str) -> Result<()> {
-    let ours = temp_prefix(base);
-    let legacy = [format!(".{base}.new-"), format!(".{base}.old-")];
+    let ours = [temp_prefix(base, "new-"), temp_prefix(base, "old-")];
     for e in std::fs::read_dir(parent).map_err(|e| Error::io(parent, e))? {
         let e = e.map_err(|e| Error::io(parent, e))?;
-        let name = e.file_name().to_string_lossy().into_owned();
-        if name.starts_with(&ours) || legacy.iter().any(|l| name.starts_with(l.as_str())) {
+        let name = e.file_name();
+        if !crate::fsutil::is_temporary(&name) {
+            continue;
+        }
+        let name = name.to_string_lossy();
+        if ours.iter().any(|p| name.starts_with(p.as_str())) {
             let path = e.path();
-            tracing::info!("removing {} left by an interrupted run", path.display());
+            tracing::info!(
+                "removing {} left by an interrupted run",
+                crate::paths::show(&path)
+            );
             let r = if e.file_type().is_ok_and(|t| t.is_dir()) {
                 std::fs::remove_dir_all(&path)
             } else {
@@ -338,8 +353,11 @@ mod tests {
     #[test]
     fn leftovers_are_removed() {
         let d = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(d.path().join(".out.opship-new-x/manifests")).unwrap();
+        std::fs::create_dir_all(d.path().join(".out.opship-new-x1Y2z3/manifests")).unwrap();
+        std::fs::create_dir_all(d.path().join(".out.opship-old-Q9w8E7")).unwrap();
+        // Names a user chose that merely look like a temporary: kept.
         std::fs::create_dir_all(d.path().join(".out.new-y")).unwrap();
+        std::fs::write(d.path().join(".out.opship-new-notes.txt"), "mine").unwrap();
         replace_dir(
             &d.path().join("out"),
             &files(&[("manifests/a", "a")]),
@@ -347,12 +365,11 @@ mod tests {
             Overwrite::Refuse,
         )
         .unwrap();
-        let names: Vec<_> = std::fs::read_dir(d.path())
+        let mut names: Vec<_> = std::fs::read_dir(d.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
-        assert_eq!(names, ["out"]);
-        assert!(is_leftover(".out.opship-new-x") && is_leftover(".opship-abc"));
-        assert!(!is_leftover("catalog.yaml"));
+        names.sort();
+        assert_eq!(names, [".out.new-y", ".out.opship-new-notes.txt", "out"]);
     }
 }

@@ -51,12 +51,12 @@ impl Origin {
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.pos.line == 0 {
-            write!(f, "{}", self.file.display())
+            write!(f, "{}", crate::paths::show(&self.file))
         } else {
             write!(
                 f,
                 "{}:{}:{}",
-                self.file.display(),
+                crate::paths::show(&self.file),
                 self.pos.line,
                 self.pos.col
             )

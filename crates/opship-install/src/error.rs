@@ -19,7 +19,7 @@ pub enum Error {
     Core(#[from] opship_core::Error),
 
     /// The bundle cannot be read as registry+v1 (no CSV, two CSVs, ...).
-    #[error("{}: {message}", path.display())]
+    #[error("{}: {message}", opship_core::paths::show(path))]
     #[diagnostic(code(opship::install::bundle))]
     Bundle {
         /// The bundle directory or file.
@@ -29,7 +29,11 @@ pub enum Error {
     },
 
     /// OLM v1's registry+v1 validators refuse the bundle: every problem, not just the first.
-    #[error("{}: OLM v1 cannot install this bundle:\n{}", path.display(), list(problems))]
+    #[error(
+        "{}: OLM v1 cannot install this bundle:\n{}",
+        opship_core::paths::show(path),
+        list(problems)
+    )]
     #[diagnostic(
         code(opship::install::refused),
         help(

@@ -166,8 +166,12 @@ pub fn lookup(host: &str, env: &Env) -> Result<Found> {
         let Some(bytes) = read_config(&file)? else {
             continue;
         };
-        let config: serde_json::Value = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::Input(format!("{}: not JSON: {e}", file.display())))?;
+        let config: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+            Error::Input(format!(
+                "{}: not JSON: {e}",
+                opship_core::paths::show(&file)
+            ))
+        })?;
         if let Some(found) = lookup_in(&config, host, &file)? {
             return Ok(found);
         }
@@ -197,11 +201,14 @@ fn lookup_in(config: &serde_json::Value, host: &str, file: &Path) -> Result<Opti
                 && !encoded.is_empty()
             {
                 let auth = decode_auth(encoded).map_err(|e| {
-                    Error::Input(format!("{}: auths.{key}.auth: {e}", file.display()))
+                    Error::Input(format!(
+                        "{}: auths.{key}.auth: {e}",
+                        opship_core::paths::show(file)
+                    ))
                 })?;
                 return Ok(Some(Found {
                     auth,
-                    source: file.display().to_string(),
+                    source: opship_core::paths::show(file).to_string(),
                 }));
             }
             if let (Some(u), Some(p)) = (
@@ -213,7 +220,7 @@ fn lookup_in(config: &serde_json::Value, host: &str, file: &Path) -> Result<Opti
                         username: u.into(),
                         password: p.into(),
                     },
-                    source: file.display().to_string(),
+                    source: opship_core::paths::show(file).to_string(),
                 }));
             }
         }
@@ -309,21 +316,25 @@ pub fn store(host: &str, username: &str, password: &str, env: &Env) -> Result<Pa
         Error::Input("neither HOME nor DOCKER_CONFIG is set: nowhere to store credentials".into())
     })?;
     let mut config: serde_json::Value = match read_config(&file)? {
-        Some(b) => serde_json::from_slice(&b)
-            .map_err(|e| Error::Input(format!("{}: not JSON: {e}", file.display())))?,
+        Some(b) => serde_json::from_slice(&b).map_err(|e| {
+            Error::Input(format!(
+                "{}: not JSON: {e}",
+                opship_core::paths::show(&file)
+            ))
+        })?,
         None => serde_json::json!({}),
     };
     let Some(obj) = config.as_object_mut() else {
         return Err(Error::Input(format!(
             "{}: not a JSON object",
-            file.display()
+            opship_core::paths::show(&file)
         )));
     };
     let auths = obj.entry("auths").or_insert_with(|| serde_json::json!({}));
     let Some(auths) = auths.as_object_mut() else {
         return Err(Error::Input(format!(
             "{}: `auths` is not an object",
-            file.display()
+            opship_core::paths::show(&file)
         )));
     };
     let encoded = STANDARD.encode(format!("{username}:{password}"));

@@ -108,7 +108,7 @@ pub fn plan(dir: &Path, namespace: &str) -> Result<Vec<Planned>> {
             }
             return Err(Error::Input(format!(
                 "{}: the tags `{other}` and `{tag}` would both be pushed to {destination}",
-                dir.join("index.json").display()
+                opship_core::paths::show(&dir.join("index.json"))
             )));
         }
         seen.insert(destination.clone(), (tag.clone(), desc.digest.clone()));
@@ -123,7 +123,7 @@ pub fn plan(dir: &Path, namespace: &str) -> Result<Vec<Planned>> {
     if out.is_empty() {
         return Err(Error::Input(format!(
             "{}: no tagged images",
-            dir.join("index.json").display()
+            opship_core::paths::show(&dir.join("index.json"))
         )));
     }
     Ok(out)
@@ -149,14 +149,14 @@ fn package_of(
     let manifest: Manifest = serde_json::from_slice(&manifest_bytes).map_err(|e| {
         Error::Input(format!(
             "{}: not an image manifest: {e}",
-            layout.blob_path(&desc.digest).display()
+            opship_core::paths::show(&layout.blob_path(&desc.digest))
         ))
     })?;
     let config_bytes = layout.read_blob(&manifest.config)?;
     let config: ImageConfig = serde_json::from_slice(&config_bytes).map_err(|e| {
         Error::Input(format!(
             "{}: not an image config: {e}",
-            layout.blob_path(&manifest.config.digest).display()
+            opship_core::paths::show(&layout.blob_path(&manifest.config.digest))
         ))
     })?;
     Ok(config.config.labels.get(PACKAGE_LABEL).cloned())

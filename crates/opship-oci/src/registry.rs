@@ -299,7 +299,7 @@ impl Registry {
         {
             return Err(Error::Input(format!(
                 "{}: the image `{tag}` is {}, not {d}",
-                layout_dir.display(),
+                opship_core::paths::show(layout_dir),
                 desc.digest
             )));
         }

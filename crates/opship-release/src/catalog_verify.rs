@@ -149,7 +149,7 @@ pub async fn verify_catalog(
         ));
     }
     let catalog = opship_catalog::load::load_dir(index)
-        .map_err(|e| Error::Config(format!("{}: {e}", index.display())))?;
+        .map_err(|e| Error::Config(format!("{}: {e}", opship_core::paths::show(index))))?;
     // One entry per image (several bundles may share one).
     let mut by_image: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for b in &catalog.bundles {
@@ -337,7 +337,7 @@ fn verify_in_layout(dir: &Path, r: &Reference, verifiers: &[(String, Verifier)])
         return Verdict::Refused {
             reasons: vec![format!(
                 "{}: no image with digest {digest}",
-                dir.join("index.json").display()
+                opship_core::paths::show(&dir.join("index.json"))
             )],
         };
     };
@@ -356,8 +356,12 @@ fn verify_in_layout(dir: &Path, r: &Reference, verifiers: &[(String, Verifier)])
 
 /// The verifiers of a project's `verify:` policy (paths against the config's directory).
 pub fn verifiers_of(project: &Project, policy: &VerifyPolicy) -> Result<Vec<(String, Verifier)>> {
-    let err =
-        |e: opship_oci::Error| Error::Config(format!("{} `verify:`: {e}", project.path.display()));
+    let err = |e: opship_oci::Error| {
+        Error::Config(format!(
+            "{} `verify:`: {e}",
+            opship_core::paths::show(&project.path)
+        ))
+    };
     if !policy.keys.is_empty() {
         return policy
             .keys
@@ -371,15 +375,18 @@ pub fn verifiers_of(project: &Project, policy: &VerifyPolicy) -> Result<Vec<(Str
                     Default::default(),
                 )
                 .map_err(err)?;
-                Ok((path.display().to_string(), v))
+                Ok((opship_core::paths::show(&path).to_string(), v))
             })
             .collect();
     }
     let matcher = |exact: &Option<String>, re: &Option<String>| match (exact, re) {
         (Some(e), _) => Ok(Some(Matcher::Exact(e.clone()))),
-        (None, Some(r)) => Matcher::regex(r)
-            .map(Some)
-            .map_err(|e| Error::Config(format!("{} `verify:`: {e}", project.path.display()))),
+        (None, Some(r)) => Matcher::regex(r).map(Some).map_err(|e| {
+            Error::Config(format!(
+                "{} `verify:`: {e}",
+                opship_core::paths::show(&project.path)
+            ))
+        }),
         (None, None) => Ok(None),
     };
     let identity = IdentityPolicy {

@@ -54,7 +54,7 @@ impl Event<'_> {
             }
             Event::Findings(r) => serde_json::json!({
                 "event": "findings",
-                "bundle": r.path.display().to_string(),
+                "bundle": opship_core::paths::show(&r.path).to_string(),
                 "findings": r.findings.len(),
             }),
         }

@@ -458,5 +458,5 @@ impl Plan {
 
 /// A path as shown in the plan.
 pub(crate) fn s(p: &Path) -> String {
-    p.display().to_string()
+    opship_core::paths::show(p).to_string()
 }

@@ -172,7 +172,7 @@ fn generate(plan: &Plan, options: &crate::Options<'_>) -> Result<bundle::Bundle>
         .ok_or_else(|| {
             Error::Config(format!(
                 "{}: no `manifests` to generate the bundle from",
-                project.path.display()
+                opship_core::paths::show(&project.path)
             ))
         })?;
     let operator = c.operator.as_ref();
@@ -205,7 +205,7 @@ fn load_one(path: &Path) -> Result<Object> {
         1 => Ok(objs.remove(0)),
         n => Err(Error::Config(format!(
             "{}: expected one ClusterServiceVersion, found {n} objects",
-            path.display()
+            opship_core::paths::show(path)
         ))),
     }
 }

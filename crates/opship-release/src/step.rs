@@ -40,7 +40,7 @@ impl Subject {
     /// `REPO@DIGEST` or `LAYOUT:TAG`: the image as `opship sign`/`verify` name it.
     pub fn reference(&self) -> String {
         match &self.location {
-            Location::Layout { dir, tag } => format!("{}:{tag}", dir.display()),
+            Location::Layout { dir, tag } => format!("{}:{tag}", opship_core::paths::show(dir)),
             Location::Registry { repository } => format!("{repository}@{}", self.digest),
         }
     }
@@ -49,7 +49,7 @@ impl Subject {
     pub fn signature_reference(&self) -> String {
         let tag = format!("sha256-{}.sig", self.digest.trim_start_matches("sha256:"));
         match &self.location {
-            Location::Layout { dir, .. } => format!("{}:{tag}", dir.display()),
+            Location::Layout { dir, .. } => format!("{}:{tag}", opship_core::paths::show(dir)),
             Location::Registry { repository } => format!("{repository}:{tag}"),
         }
     }

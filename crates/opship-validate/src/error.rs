@@ -10,7 +10,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum Error {
     /// The path could not be read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {source}", opship_core::paths::show(path))]
     #[diagnostic(code(opship::validate::io))]
     Io {
         /// The file or directory.
@@ -20,7 +20,7 @@ pub enum Error {
     },
 
     /// The path is not something a bundle can be loaded from.
-    #[error("{}: {reason}", path.display())]
+    #[error("{}: {reason}", opship_core::paths::show(path))]
     #[diagnostic(code(opship::validate::not_a_bundle))]
     NotABundle {
         /// What the user named.

@@ -192,21 +192,20 @@ pub enum Source {
 impl Source {
     /// Reads a command-line argument: `oci:DIR:TAG` (skopeo's spelling) or `DIR:TAG` for an
     /// image in an OCI layout, otherwise a bundle directory.
+    /// The layout directory keeps every byte of the argument (a name that is not UTF-8 is
+    /// not turned into another, missing one).
     pub fn parse(arg: &Path) -> Source {
-        let text = arg.to_string_lossy();
-        let explicit = text.strip_prefix("oci:");
-        let candidate = explicit.unwrap_or(&text);
-        if let Some((dir, tag)) = candidate.rsplit_once(':') {
-            let dir = Path::new(dir);
+        use opship_core::paths;
+        let explicit = paths::strip_prefix(arg.as_os_str(), "oci:");
+        let candidate = explicit.unwrap_or(arg.as_os_str());
+        if let Some((dir, tag)) = paths::rsplit_colon(candidate) {
+            let dir = PathBuf::from(dir);
             let is_layout = dir.join("oci-layout").is_file();
             if !tag.is_empty()
                 && !tag.contains('/')
                 && (explicit.is_some() || (is_layout && !arg.exists()))
             {
-                return Source::Layout {
-                    layout: dir.to_path_buf(),
-                    tag: tag.to_owned(),
-                };
+                return Source::Layout { layout: dir, tag };
             }
         }
         Source::Dir(arg.to_path_buf())

@@ -270,7 +270,7 @@ pub fn load_layout(layout: &Path, tag: &str) -> Result<Bundle> {
     load_layout_as(
         layout,
         tag,
-        &PathBuf::from(format!("{}:{tag}", layout.display())),
+        &PathBuf::from(format!("{}:{tag}", opship_core::paths::show(layout))),
     )
 }
 
@@ -405,7 +405,7 @@ impl Input {
             .root
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| self.root.display().to_string());
+            .unwrap_or_else(|| opship_core::paths::show(&self.root).to_string());
         let mut b = Bundle {
             root: self.root.clone(),
             name,
@@ -453,7 +453,7 @@ impl Input {
                     &b.name,
                     format!(
                         "{} not read: the bundle's files pass {MAX_TOTAL_BYTES} bytes in total",
-                        rel.display()
+                        opship_core::paths::show(rel)
                     ),
                 )
                 .at(Origin::file(&self.root.join(rel))),
@@ -461,8 +461,12 @@ impl Input {
         }
         for (rel, why) in &self.unreadable {
             b.findings.push(
-                Finding::new(&format::BF008, &b.name, format!("{} {why}", rel.display()))
-                    .at(Origin::file(&self.root.join(rel))),
+                Finding::new(
+                    &format::BF008,
+                    &b.name,
+                    format!("{} {why}", opship_core::paths::show(rel)),
+                )
+                .at(Origin::file(&self.root.join(rel))),
             );
         }
         for d in &self.dirs {
@@ -472,7 +476,7 @@ impl Input {
                     &b.name,
                     format!(
                         "{} is a directory; the bundle format allows only files in {}/",
-                        d.display(),
+                        opship_core::paths::show(d),
                         d.parent()
                             .map(Path::display)
                             .map(|p| p.to_string())
@@ -554,7 +558,7 @@ impl Input {
                             Origin::file(&path),
                             format!(
                                 "{} is not UTF-8 text (invalid byte at offset {offset})",
-                                rel.display()
+                                opship_core::paths::show(&rel)
                             ),
                         ));
                     }
@@ -579,7 +583,11 @@ impl Input {
                         };
                         b.rejected_annotations.push((
                             at,
-                            format!("{} is not valid YAML: {pos}{}", rel.display(), f.message),
+                            format!(
+                                "{} is not valid YAML: {pos}{}",
+                                opship_core::paths::show(&rel),
+                                f.message
+                            ),
                         ));
                     }
                     b.findings
@@ -598,7 +606,7 @@ impl Input {
                             Origin::file(&path),
                             format!(
                                 "{} {what}; it must be a mapping with an `annotations:` map",
-                                rel.display()
+                                opship_core::paths::show(&rel)
                             ),
                         ));
                     }
@@ -691,7 +699,7 @@ fn read_metadata(b: &mut Bundle, rel: &Path, annotations_file: bool, docs: Vec<D
                     format!(
                         "{} holds {} YAML documents; it must hold one mapping with an \
                          `annotations:` map",
-                        rel.display(),
+                        opship_core::paths::show(rel),
                         d.len()
                     ),
                 ));
@@ -789,7 +797,7 @@ fn read_metadata(b: &mut Bundle, rel: &Path, annotations_file: bool, docs: Vec<D
             doc.origin("")
         };
         b.rejected_annotations
-            .push((at, format!("{} {why}", rel.display())));
+            .push((at, format!("{} {why}", opship_core::paths::show(rel))));
     }
 }
 

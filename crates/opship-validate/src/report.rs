@@ -150,7 +150,7 @@ fn clean(text: &str) -> String {
 fn human_location(f: &Finding, bundle: &Path) -> String {
     match &f.location {
         Some(o) => clean(&o.to_string()),
-        None => clean(&bundle.display().to_string()),
+        None => clean(&opship_core::paths::show(bundle).to_string()),
     }
 }
 
@@ -165,7 +165,7 @@ fn human(results: &[Result<BundleReport>], color: bool) -> String {
                 let counts = Counts::of(&report.findings);
                 total.errors += counts.errors;
                 total.warnings += counts.warnings;
-                let path = clean(&report.path.display().to_string());
+                let path = clean(&opship_core::paths::show(&report.path).to_string());
                 let status = if report.findings.is_empty() {
                     paint.wrap(GREEN, "valid")
                 } else {
@@ -322,7 +322,7 @@ fn json(results: &[Result<BundleReport>]) -> String {
                 summary.errors += counts.errors;
                 summary.warnings += counts.warnings;
                 bundles.push(JsonBundle {
-                    path: report.path.display().to_string(),
+                    path: opship_core::paths::show(&report.path).to_string(),
                     name: &report.name,
                     valid,
                     errors: counts.errors,
@@ -337,7 +337,7 @@ fn json(results: &[Result<BundleReport>]) -> String {
                             object: &f.object,
                             message: &f.message,
                             location: f.location.as_ref().map(|o| JsonLocation {
-                                file: o.file.display().to_string(),
+                                file: opship_core::paths::show(&o.file).to_string(),
                                 line: (o.pos.line > 0).then_some(o.pos.line),
                                 column: (o.pos.line > 0 && o.pos.col > 0).then_some(o.pos.col),
                             }),
@@ -351,7 +351,7 @@ fn json(results: &[Result<BundleReport>]) -> String {
             Err(e) => {
                 summary.failed += 1;
                 failures.push(JsonFailure {
-                    path: error_path(e).map(|p| p.display().to_string()),
+                    path: error_path(e).map(|p| opship_core::paths::show(p).to_string()),
                     error: e.to_string(),
                 });
             }
@@ -768,7 +768,7 @@ fn github(results: &[Result<BundleReport>]) -> String {
                 if let Some(p) = error_path(e) {
                     props.push(format!(
                         "file={}",
-                        escape_property(&p.display().to_string())
+                        escape_property(&opship_core::paths::show(p).to_string())
                     ));
                 }
                 props.push("title=opship".to_string());
@@ -792,7 +792,7 @@ fn github(results: &[Result<BundleReport>]) -> String {
                 Some(o) => {
                     props.push(format!(
                         "file={}",
-                        escape_property(&o.file.display().to_string())
+                        escape_property(&opship_core::paths::show(&o.file).to_string())
                     ));
                     if o.pos.line > 0 {
                         props.push(format!("line={}", o.pos.line));
@@ -803,7 +803,7 @@ fn github(results: &[Result<BundleReport>]) -> String {
                 }
                 // No file to annotate: say which bundle in the message.
                 None => {
-                    let _ = write!(message, "{}: ", report.path.display());
+                    let _ = write!(message, "{}: ", opship_core::paths::show(&report.path));
                 }
             }
             props.push(format!("title={}", escape_property(f.rule.id)));

@@ -45,5 +45,6 @@ pub fn corpus_bundles() -> Vec<PathBuf> {
 mod add;
 mod corpus;
 mod graph;
+mod load;
 mod template;
 mod validate;

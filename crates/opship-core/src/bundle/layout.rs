@@ -78,7 +78,7 @@ pub fn is_kept(rel: &str) -> bool {
     !rel.is_empty()
         && !rel.contains('/')
         && rel != "bundle.Dockerfile"
-        && !crate::output::is_leftover(rel)
+        && !crate::fsutil::is_temporary(rel)
 }
 
 /// Writes a generated bundle as the whole content of `dir`, atomically (see
@@ -114,7 +114,7 @@ fn kept_files(dir: &Path, files: &Files, overwrite: crate::output::Overwrite) ->
         if kind.is_symlink() && is_kept(&name) && overwrite == crate::output::Overwrite::Refuse {
             return Err(Error::Input(format!(
                 "{}: is a symlink beside the bundle; opship keeps only regular files there (use --force to remove it); nothing written",
-                path.display()
+                crate::paths::show(&path)
             )));
         }
         if !kind.is_file() || !is_kept(&name) || files.contains_key(&name) {
@@ -125,7 +125,7 @@ fn kept_files(dir: &Path, files: &Files, overwrite: crate::output::Overwrite) ->
         if total > MAX_TOTAL_BYTES {
             return Err(Error::Input(format!(
                 "{}: the files kept beside the bundle hold more than {MAX_TOTAL_BYTES} bytes; nothing written",
-                dir.display()
+                crate::paths::show(dir)
             )));
         }
         kept.insert(name, bytes);

@@ -281,7 +281,7 @@ impl Side {
         if rels.len() > MAX_FILES {
             return Err(Error::Input(format!(
                 "{}: more than {MAX_FILES} files, more than a bundle may have; not compared",
-                dir.display()
+                crate::paths::show(dir)
             )));
         }
         let mut files = Files::new();
@@ -292,7 +292,7 @@ impl Side {
             if total > MAX_TOTAL_BYTES {
                 return Err(Error::Input(format!(
                     "{}: more than {MAX_TOTAL_BYTES} bytes, more than a bundle may have; not compared",
-                    dir.display()
+                    crate::paths::show(dir)
                 )));
             }
             files.insert(rel, bytes);

@@ -133,7 +133,7 @@ fn extra_manifests(project: &Project) -> Result<Vec<(String, Vec<u8>)>> {
         if objects.len() != 1 {
             return Err(crate::error::Error::Input(format!(
                 "{}: an extraManifests file must hold one Kubernetes object, not {}",
-                path.display(),
+                crate::paths::show(&path),
                 objects.len()
             )));
         }

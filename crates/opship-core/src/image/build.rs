@@ -79,13 +79,13 @@ pub fn build_bundle(dir: &Path, opts: &BuildOptions) -> Result<Image> {
                 return Err(Error::Input(format!(
                     "{}: a symbolic link; a bundle image holds only regular files and \
                      directories — replace it with a copy of its target",
-                    p.display()
+                    crate::paths::show(&p)
                 )));
             }
             _ => {
                 return Err(Error::Input(format!(
                     "{}: missing; a bundle directory holds manifests/ and metadata/",
-                    p.display()
+                    crate::paths::show(&p)
                 )));
             }
         }
@@ -127,7 +127,7 @@ fn check_limits(entries: &[layer::Entry]) -> Result<()> {
         if total > crate::bundle::MAX_TOTAL_BYTES {
             return Err(Error::Input(format!(
                 "{}: the bundle's files hold more than the {} bytes a bundle may have; no image built",
-                f.display(),
+                crate::paths::show(f),
                 crate::bundle::MAX_TOTAL_BYTES
             )));
         }

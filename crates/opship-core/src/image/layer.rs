@@ -107,7 +107,7 @@ fn walk(dir: &Path, rel: &str, out: &mut Vec<Entry>) -> Result<()> {
         let Some(name) = name.to_str() else {
             return Err(Error::Input(format!(
                 "{}: file name is not UTF-8; rename it",
-                path.display()
+                crate::paths::show(&path)
             )));
         };
         let child = format!("{rel}/{name}");
@@ -133,7 +133,7 @@ fn walk(dir: &Path, rel: &str, out: &mut Vec<Entry>) -> Result<()> {
             return Err(Error::Input(format!(
                 "{}: {what}; a bundle image holds only regular files and directories — \
                  replace it with a copy of its target",
-                path.display()
+                crate::paths::show(&path)
             )));
         }
     }
@@ -201,11 +201,12 @@ pub(crate) fn append(
 ) -> Result<()> {
     let is_dir = name.ends_with('/');
     let bytes = name.as_bytes();
-    let tar_err = |e: std::io::Error| Error::Input(format!("{}: tar: {e}", origin.display()));
+    let tar_err =
+        |e: std::io::Error| Error::Input(format!("{}: tar: {e}", crate::paths::show(origin)));
     if bytes.contains(&0) {
         return Err(Error::Input(format!(
             "{}: file name contains a NUL byte",
-            origin.display()
+            crate::paths::show(origin)
         )));
     }
     if bytes.len() > 100 {

@@ -91,12 +91,13 @@ impl Layout {
         let marker = self.dir.join("oci-layout");
         match std::fs::read(&marker) {
             Ok(bytes) => {
-                let v: serde_json::Value = serde_json::from_slice(&bytes)
-                    .map_err(|e| Error::Input(format!("{}: not JSON: {e}", marker.display())))?;
+                let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+                    Error::Input(format!("{}: not JSON: {e}", crate::paths::show(&marker)))
+                })?;
                 if v.get("imageLayoutVersion").and_then(|v| v.as_str()) != Some("1.0.0") {
                     return Err(Error::Input(format!(
                         "{}: imageLayoutVersion is not 1.0.0",
-                        marker.display()
+                        crate::paths::show(&marker)
                     )));
                 }
                 Ok(())
@@ -137,7 +138,7 @@ impl Layout {
         if meta.len() != desc.size {
             return Err(Error::Input(format!(
                 "{}: {} bytes, the descriptor says {}",
-                path.display(),
+                crate::paths::show(&path),
                 meta.len(),
                 desc.size
             )));
@@ -146,7 +147,7 @@ impl Layout {
         if bytes.len() as u64 != desc.size {
             return Err(Error::Input(format!(
                 "{}: {} bytes, the descriptor says {}",
-                path.display(),
+                crate::paths::show(&path),
                 bytes.len(),
                 desc.size
             )));
@@ -155,7 +156,7 @@ impl Layout {
         if actual != desc.digest {
             return Err(Error::Input(format!(
                 "{}: content hashes to {actual}, not {}",
-                path.display(),
+                crate::paths::show(&path),
                 desc.digest
             )));
         }
@@ -167,7 +168,10 @@ impl Layout {
         let path = self.dir.join("index.json");
         match crate::input::read(&path, crate::input::Kind::Config) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-                Error::Input(format!("{}: not an OCI image index: {e}", path.display()))
+                Error::Input(format!(
+                    "{}: not an OCI image index: {e}",
+                    crate::paths::show(&path)
+                ))
             }),
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 Ok(empty_index())
@@ -250,7 +254,7 @@ impl Layout {
             .ok_or_else(|| {
                 Error::Input(format!(
                     "{}: no image tagged `{tag}`",
-                    self.dir.join("index.json").display()
+                    crate::paths::show(&self.dir.join("index.json"))
                 ))
             })
     }
@@ -279,12 +283,12 @@ impl Layout {
         if depth > MAX_INDEX_DEPTH {
             return Err(Error::Input(format!(
                 "{}: image indexes nest deeper than {MAX_INDEX_DEPTH} levels at {}",
-                self.dir.display(),
+                crate::paths::show(&self.dir),
                 desc.digest
             )));
         }
         let bytes = self.read_blob(desc)?;
-        let what = self.blob_path(&desc.digest).display().to_string();
+        let what = crate::paths::show(&self.blob_path(&desc.digest)).to_string();
         let (media_type, kind) = oci::parse_manifest(&bytes, Some(&desc.media_type), &what)?;
         if let ManifestKind::Index(index) = &kind {
             for entry in &index.manifests {
@@ -311,7 +315,7 @@ impl Layout {
         else {
             return Err(Error::Input(format!(
                 "{}: no image tagged `{tag}`",
-                self.dir.join("index.json").display()
+                crate::paths::show(&self.dir.join("index.json"))
             )));
         };
         if oci::is_index_type(&desc.media_type) {
@@ -339,14 +343,14 @@ impl Layout {
             return Err(Error::Input(format!(
                 "{}: `{tag}` is a multi-platform image index ({}), not one image; name one \
                  platform's manifest by digest (REPO@sha256:…): {platforms}",
-                self.dir.join("index.json").display(),
+                crate::paths::show(&self.dir.join("index.json")),
                 desc.media_type
             )));
         }
         if desc.media_type != media::OCI_MANIFEST && desc.media_type != media::DOCKER_MANIFEST {
             return Err(Error::Input(format!(
                 "{}: `{tag}` is a {}, not an image manifest",
-                self.dir.join("index.json").display(),
+                crate::paths::show(&self.dir.join("index.json")),
                 desc.media_type
             )));
         }
@@ -354,14 +358,14 @@ impl Layout {
         let manifest: Manifest = serde_json::from_slice(&manifest_bytes).map_err(|e| {
             Error::Input(format!(
                 "{}: not an image manifest: {e}",
-                self.blob_path(&desc.digest).display()
+                crate::paths::show(&self.blob_path(&desc.digest))
             ))
         })?;
         let config_bytes = self.read_blob(&manifest.config)?;
         let config: ImageConfig = serde_json::from_slice(&config_bytes).map_err(|e| {
             Error::Input(format!(
                 "{}: not an image config: {e}",
-                self.blob_path(&manifest.config.digest).display()
+                crate::paths::show(&self.blob_path(&manifest.config.digest))
             ))
         })?;
         let layers = manifest

@@ -405,7 +405,10 @@ impl State {
                 Some(Kind::File) => {
                     return Err(refuse(
                         shown,
-                        format!("path goes through the file {}: refused", a.display()),
+                        format!(
+                            "path goes through the file {}: refused",
+                            crate::paths::show(a)
+                        ),
                     ));
                 }
                 None => {
@@ -674,14 +677,14 @@ impl DirUnpacker {
                     return Err(Error::Input(format!(
                         "{}: the target directory is not empty: unpack into a new or empty \
                          directory",
-                        target.display()
+                        crate::paths::show(target)
                     )));
                 }
             }
             Ok(_) => {
                 return Err(Error::Input(format!(
                     "{}: the target exists and is not a directory",
-                    target.display()
+                    crate::paths::show(target)
                 )));
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}

@@ -119,7 +119,7 @@ impl Predicate {
     /// Reads a predicate file (at most 48 MiB, a regular file).
     pub fn read(path: &Path, kind: &str) -> Result<Self> {
         let bytes = opship_core::input::read(path, opship_core::input::Kind::Predicate)?;
-        Self::from_bytes(&bytes, kind, &path.display().to_string())
+        Self::from_bytes(&bytes, kind, &opship_core::paths::show(path).to_string())
     }
 }
 

@@ -146,7 +146,7 @@ impl std::fmt::Debug for EncryptedKey {
         write!(
             f,
             "EncryptedKey({}, scrypt N={})",
-            self.path.display(),
+            opship_core::paths::show(&self.path),
             self.n
         )
     }

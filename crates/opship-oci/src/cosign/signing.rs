@@ -237,7 +237,7 @@ pub fn sign_layout(
             .unwrap_or_else(|| Digest::of(b""));
         return Ok(SignReport {
             digest,
-            location: format!("{}:{sig_tag}", dir.display()),
+            location: format!("{}:{sig_tag}", opship_core::paths::show(dir)),
             signatures: sigs.layers.len(),
             manifest,
             added: false,
@@ -289,7 +289,7 @@ pub fn sign_layout(
     };
     Ok(SignReport {
         digest,
-        location: format!("{}:{sig_tag}", dir.display()),
+        location: format!("{}:{sig_tag}", opship_core::paths::show(dir)),
         signatures: sigs.layers.len(),
         manifest,
         added: true,

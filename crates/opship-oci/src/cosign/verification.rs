@@ -497,7 +497,7 @@ pub fn layout_digest(layout: &Layout, tag: &str) -> Result<Digest> {
         .ok_or_else(|| {
             Error::Input(format!(
                 "{}: no image tagged `{tag}`",
-                layout.dir().join("index.json").display()
+                opship_core::paths::show(&layout.dir().join("index.json"))
             ))
         })
 }
@@ -514,7 +514,7 @@ pub fn layout_signatures(layout: &Layout, digest: &Digest) -> Result<Option<Sign
         return Ok(None);
     };
     let bytes = layout.read_blob(desc)?;
-    let what = format!("{}:{tag}", layout.dir().display());
+    let what = format!("{}:{tag}", opship_core::paths::show(layout.dir()));
     Ok(Some(Signatures::parse(&bytes, &what)?))
 }
 
@@ -532,7 +532,11 @@ pub fn verify_layout_with(
 ) -> Result<Report> {
     let layout = Layout::new(dir);
     let digest = layout_digest(&layout, tag)?;
-    let location = format!("{}:{}", dir.display(), manifest::tag(&digest));
+    let location = format!(
+        "{}:{}",
+        opship_core::paths::show(dir),
+        manifest::tag(&digest)
+    );
     let Some(sigs) = layout_signatures(&layout, &digest)? else {
         return Ok(Report {
             digest,

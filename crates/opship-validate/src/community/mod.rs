@@ -748,7 +748,7 @@ pub fn bundle_checks(op: &OperatorDir, i: usize, opts: &Options) -> Outcome {
         if csv_version != b.version {
             let rel = csv_file
                 .and_then(|p| p.strip_prefix(&op.repo_root).ok())
-                .map(|p| p.display().to_string())
+                .map(|p| opship_core::paths::show(p).to_string())
                 .unwrap_or_default();
             cx.out.findings.push(at_file(
                 fail(

@@ -26,7 +26,7 @@ pub fn load_yaml(path: &Path) -> Loaded {
         1 => Ok(docs.remove(0).value),
         _ => Err(format!(
             "{} contains multiple yaml documents",
-            path.display()
+            opship_core::paths::show(path)
         )),
     }
 }
@@ -81,7 +81,10 @@ impl PBundle {
             None => Err(format!("CSV file for {operator_name}/{version} not found")),
             Some(p) => match load_yaml(p) {
                 Ok(Value::Object(m)) => Ok(m),
-                Ok(_) => Err(format!("Invalid CSV contents ({})", p.display())),
+                Ok(_) => Err(format!(
+                    "Invalid CSV contents ({})",
+                    opship_core::paths::show(p)
+                )),
                 Err(e) => Err(e),
             },
         };
@@ -231,7 +234,7 @@ impl OperatorDir {
         if !root.is_dir() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::NotADirectory,
-                format!("{}: not a directory", dir.display()),
+                format!("{}: not a directory", opship_core::paths::show(dir)),
             ));
         }
         let repo_root = root

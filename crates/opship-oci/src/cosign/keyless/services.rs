@@ -178,7 +178,7 @@ impl Services {
     pub fn read(path: &Path) -> Result<Self> {
         let bytes = opship_core::input::read(path, opship_core::input::Kind::Secret)
             .map_err(|e| Error::Input(format!("--signing-config {e}")))?;
-        Self::from_signing_config(&bytes, &path.display().to_string())
+        Self::from_signing_config(&bytes, &opship_core::paths::show(path).to_string())
     }
 }
 

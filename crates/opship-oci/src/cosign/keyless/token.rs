@@ -235,7 +235,10 @@ pub async fn obtain(
                 opship_core::input::read_string(path, opship_core::input::Kind::Secret)
                     .map_err(|e| Error::Keyless(format!("--identity-token {e}")))?,
             );
-            return IdentityToken::parse(&text, Source::File(path.display().to_string()));
+            return IdentityToken::parse(
+                &text,
+                Source::File(opship_core::paths::show(path).to_string()),
+            );
         }
         // The value is never quoted: a token that is not quite a JWT is still a credential.
         if !f.contains('.') {

@@ -237,7 +237,7 @@ impl TrustedRoot {
     /// Reads a trusted root file (a regular file within the configuration-file budget).
     pub fn read(path: &std::path::Path) -> Result<Self> {
         let bytes = opship_core::input::read(path, opship_core::input::Kind::Config)?;
-        Self::from_json(&bytes, &path.display().to_string())
+        Self::from_json(&bytes, &opship_core::paths::show(path).to_string())
     }
 
     /// The embedded root of the public-good instance (sigstore.dev).

@@ -738,7 +738,7 @@ fn read_bounded(path: &std::path::Path, limit: u64) -> crate::error::Result<Vec<
     if !meta.is_file() {
         return Err(crate::error::Error::Input(format!(
             "{}: not a regular file",
-            path.display()
+            opship_core::paths::show(path)
         )));
     }
     let mut out = Vec::new();
@@ -748,7 +748,7 @@ fn read_bounded(path: &std::path::Path, limit: u64) -> crate::error::Result<Vec<
     if out.len() as u64 > limit {
         return Err(crate::error::Error::Input(format!(
             "{}: larger than {limit} bytes",
-            path.display()
+            opship_core::paths::show(path)
         )));
     }
     Ok(out)
@@ -785,7 +785,7 @@ pub fn verify_blob(
         }
     };
     let bundle = read_bounded(&req.bundle, MAX_BUNDLE)?;
-    let refused = |e: String| format!("{}: {e}", req.bundle.display());
+    let refused = |e: String| format!("{}: {e}", opship_core::paths::show(&req.bundle));
     let parsed = match parse(&bundle) {
         Ok(p) => p,
         Err(e) => return Ok(Err(refused(e))),
@@ -855,7 +855,7 @@ fn stream_digests(
     if !f.metadata().map_err(io)?.is_file() {
         return Err(crate::error::Error::Input(format!(
             "{}: not a regular file",
-            path.display()
+            opship_core::paths::show(path)
         )));
     }
     let mut sha = Context::new(&SHA256);
