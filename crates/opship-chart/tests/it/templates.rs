@@ -5,7 +5,7 @@ use std::path::Path;
 
 use opship_chart::{Error, Options, Templates};
 
-use crate::{repo_dir, tracked};
+use crate::tracked;
 
 fn render_with(name: &str, text: &str) -> (tempfile::TempDir, Result<opship_chart::Chart, Error>) {
     let tmp = tempfile::tempdir().unwrap();
