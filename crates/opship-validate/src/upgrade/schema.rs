@@ -653,7 +653,7 @@ pub fn version_order(a: &str, b: &str) -> std::cmp::Ordering {
         let rest = v.strip_prefix('v')?;
         let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
         let (major, tail) = rest.split_at(digits);
-        if major.is_empty() || major.starts_with('0') {
+        if major.is_empty() {
             return None;
         }
         let major: u64 = major.parse().ok()?;
@@ -667,10 +667,7 @@ pub fn version_order(a: &str, b: &str) -> std::cmp::Ordering {
         } else {
             return None;
         };
-        if minor.is_empty()
-            || minor.starts_with('0')
-            || !minor.chars().all(|c| c.is_ascii_digit())
-        {
+        if minor.is_empty() || !minor.chars().all(|c| c.is_ascii_digit()) {
             return None;
         }
         Some((kind, major, minor.parse().ok()?))
