@@ -104,9 +104,8 @@ fn upgrade(args: &ValidateUpgradeArgs) -> Result<ExitStatus, CmdError> {
     };
     let old = load(&args.from, 0)?;
     let new = load(&args.to, 1)?;
-    let result = old.and_then(|old| {
-        new.map(|new| opship_validate::upgrade::report(&old, &new, &args.to))
-    });
+    let result =
+        old.and_then(|old| new.map(|new| opship_validate::upgrade::report(&old, &new, &args.to)));
     print_results(&[result], args.output)
 }
 

@@ -406,10 +406,7 @@ fn nearest(flat: &schema::Flat<'_>, path: &str, fallback: &str) -> String {
 }
 
 /// Every property change between two flattened versions, by path.
-fn compare_versions(
-    old: &Version<'_>,
-    new: &Version<'_>,
-) -> BTreeMap<String, Vec<schema::Change>> {
+fn compare_versions(old: &Version<'_>, new: &Version<'_>) -> BTreeMap<String, Vec<schema::Change>> {
     let mut out = BTreeMap::new();
     for (path, node) in &old.flat {
         let changes = schema::compare(node.schema, new.flat.get(path).map(|n| n.schema));
@@ -647,9 +644,8 @@ pub fn compare(old: &Bundle, new: &Bundle) -> Vec<Violation> {
     }
     examples(old, &old_crds, &new_crds, &mut out);
     out.sort_by(|a, b| {
-        (&a.crd, a.scope, &a.version, &a.path, a.check, &a.message).cmp(&(
-            &b.crd, b.scope, &b.version, &b.path, b.check, &b.message,
-        ))
+        (&a.crd, a.scope, &a.version, &a.path, a.check, &a.message)
+            .cmp(&(&b.crd, b.scope, &b.version, &b.path, b.check, &b.message))
     });
     out.dedup();
     out
@@ -704,7 +700,10 @@ fn examples(
         };
         let kind = str_of(&res["kind"]);
         let (group, version) = split_api_version(api_version);
-        let (Some(n), Some(o)) = (find_kind(new_crds, group, kind), find_kind(old_crds, group, kind)) else {
+        let (Some(n), Some(o)) = (
+            find_kind(new_crds, group, kind),
+            find_kind(old_crds, group, kind),
+        ) else {
             continue;
         };
         let Some(ov) = crd_examples::crd_version(o, version).filter(|v| v.served) else {
@@ -778,7 +777,12 @@ fn examples(
 /// Where the schema of `version` of a CRD document sits.
 fn crd_version_pointer(crd: &Object, version: &str) -> String {
     let spec = &crd.value()["spec"];
-    for (i, v) in spec["versions"].as_array().into_iter().flatten().enumerate() {
+    for (i, v) in spec["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
         if str_of(&v["name"]) == version {
             if v["schema"]["openAPIV3Schema"].is_object() {
                 return format!("/spec/versions/{i}/schema/openAPIV3Schema");

@@ -51,7 +51,12 @@ fn walk<'a>(s: &'a Value, pointer: String, path: String, out: &mut Flat<'a>) {
         Some(v @ Value::Object(_)) => walk(v, child("items"), format!("{path}.items"), out),
         Some(Value::Array(list)) => {
             for (i, v) in list.iter().enumerate() {
-                walk(v, format!("{pointer}/items/{i}"), format!("{path}.items[{i}]"), out);
+                walk(
+                    v,
+                    format!("{pointer}/items/{i}"),
+                    format!("{path}.items[{i}]"),
+                    out,
+                );
             }
         }
         _ => {}
@@ -59,7 +64,12 @@ fn walk<'a>(s: &'a Value, pointer: String, path: String, out: &mut Flat<'a>) {
     for key in ["allOf", "anyOf", "oneOf"] {
         if let Some(Value::Array(list)) = m.get(key) {
             for (i, v) in list.iter().enumerate() {
-                walk(v, format!("{pointer}/{key}/{i}"), format!("{path}.{key}[{i}]"), out);
+                walk(
+                    v,
+                    format!("{pointer}/{key}/{i}"),
+                    format!("{path}.{key}[{i}]"),
+                    out,
+                );
             }
         }
     }
@@ -84,7 +94,12 @@ fn walk<'a>(s: &'a Value, pointer: String, path: String, out: &mut Flat<'a>) {
             out,
         );
     }
-    for key in ["patternProperties", "additionalItems", "definitions", "dependencies"] {
+    for key in [
+        "patternProperties",
+        "additionalItems",
+        "definitions",
+        "dependencies",
+    ] {
         match m.get(key) {
             Some(Value::Object(map)) if key != "additionalItems" => {
                 for (name, v) in map {
@@ -523,7 +538,8 @@ fn shape(key: &str) -> Option<Shape> {
         "maximum" | "minimum" | "multipleOf" | "maxLength" | "minLength" | "maxItems"
         | "minItems" | "maxProperties" | "minProperties" => Shape::Num,
         "default" | "example" => Shape::Raw,
-        "x-kubernetes-preserve-unknown-fields" | "x-kubernetes-list-type"
+        "x-kubernetes-preserve-unknown-fields"
+        | "x-kubernetes-list-type"
         | "x-kubernetes-map-type" => Shape::Ptr,
         "enum" | "required" | "x-kubernetes-list-map-keys" => Shape::List,
         "not" => Shape::Schema,
@@ -651,7 +667,9 @@ pub fn version_order(a: &str, b: &str) -> std::cmp::Ordering {
     use std::cmp::Ordering;
     fn parse(v: &str) -> Option<(u8, u64, u64)> {
         let rest = v.strip_prefix('v')?;
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let (major, tail) = rest.split_at(digits);
         if major.is_empty() {
             return None;
@@ -690,11 +708,15 @@ mod tests {
 
     #[test]
     fn kube_versions_order_as_crdify_pairs_them() {
-        let mut v = vec!["v1", "v2beta1", "v1alpha1", "foo", "v1beta2", "v1beta1", "bar"];
+        let mut v = vec![
+            "v1", "v2beta1", "v1alpha1", "foo", "v1beta2", "v1beta1", "bar",
+        ];
         v.sort_by(|a, b| version_order(a, b));
         assert_eq!(
             v,
-            ["foo", "bar", "v1alpha1", "v1beta1", "v1beta2", "v2beta1", "v1"]
+            [
+                "foo", "bar", "v1alpha1", "v1beta1", "v1beta2", "v2beta1", "v1"
+            ]
         );
     }
 

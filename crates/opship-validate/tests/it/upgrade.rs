@@ -66,10 +66,7 @@ fn corpus_pairs_agree_with_olm_v1_preflight() {
     let mut differing = BTreeSet::new();
     for line in text.lines() {
         let line: Value = serde_json::from_str(line).unwrap();
-        let (old, new) = (
-            line["old"].as_str().unwrap(),
-            line["new"].as_str().unwrap(),
-        );
+        let (old, new) = (line["old"].as_str().unwrap(), line["new"].as_str().unwrap());
         let o = opship_validate::load::load_dir(&bundles.join(old)).unwrap();
         let n = opship_validate::load::load_dir(&bundles.join(new)).unwrap();
         let violations = upgrade::compare(&o, &n);
@@ -265,7 +262,11 @@ fn assert_one(findings: &[String], rule: &str, want: &[&str]) {
         .iter()
         .filter(|f| f.starts_with(&format!("{rule} ")))
         .collect();
-    assert_eq!(hits.len(), 1, "one {rule} finding expected in {findings:#?}");
+    assert_eq!(
+        hits.len(),
+        1,
+        "one {rule} finding expected in {findings:#?}"
+    );
     for w in want {
         assert!(hits[0].contains(w), "{:?} lacks {w:?}", hits[0]);
     }
@@ -314,10 +315,7 @@ fn removing_a_stored_version_is_refused_and_adding_one_is_not() {
     new["spec"]["versions"][0]["served"] = false.into();
     new["spec"]["versions"].as_array_mut().unwrap().push(v1);
     let (v, text) = run(base_crd(), new.clone());
-    assert!(
-        !text.iter().any(|t| t.starts_with("UPG002")),
-        "{text:#?}"
-    );
+    assert!(!text.iter().any(|t| t.starts_with("UPG002")), "{text:#?}");
     // ... but clients of the version the old CSV owns lose it (opship's UPG013).
     assert!(v.iter().all(|v| !v.check.is_olm_v1()), "{text:#?}");
     // A new version with no change to the existing one (allowed by OLM v1's documentation).
@@ -343,7 +341,11 @@ fn removing_an_existing_field_is_refused() {
         &["version v1alpha1: ^.pollInterval: removed field : v1alpha1.^.pollInterval"],
     );
     // crdify compares the removed field with an empty schema: its type goes too.
-    assert_one(&text, "UPG004", &[r#"^.pollInterval: type changed : "string" -> """#]);
+    assert_one(
+        &text,
+        "UPG004",
+        &[r#"^.pollInterval: type changed : "string" -> """#],
+    );
     assert!(v.iter().all(|v| v.path == "^.pollInterval"));
     // A nested field: every location under it is reported.
     let mut new = base_crd();
@@ -388,7 +390,9 @@ fn a_type_change_is_refused() {
         assert_one(
             &text,
             "UPG004",
-            &[&format!(r#"^.pollInterval: type changed : "{from}" -> "{to}""#)],
+            &[&format!(
+                r#"^.pollInterval: type changed : "{from}" -> "{to}""#
+            )],
         );
         assert_eq!(v[0].old.as_deref(), Some(format!("\"{from}\"").as_str()));
     }
@@ -429,7 +433,9 @@ fn enums_restricted_are_refused_and_extended_are_not() {
     assert_one(
         &text,
         "UPG006",
-        &[r#"^.spec.level: enum constraint added when there was none previously : ["debug" "info"]"#],
+        &[
+            r#"^.spec.level: enum constraint added when there was none previously : ["debug" "info"]"#,
+        ],
     );
     let mut removed = base_crd();
     spec_prop(&mut removed, "mode")["enum"] = serde_json::json!(["fast", "turbo"]);
@@ -447,8 +453,18 @@ fn enums_restricted_are_refused_and_extended_are_not() {
 #[test]
 fn bounds_tightened_are_refused_and_relaxed_are_not() {
     let cases: [(&str, &str, Value, &str); 6] = [
-        ("replicas", "minimum", 2.into(), "minimum increased : 1 -> 2"),
-        ("replicas", "maximum", 5.into(), "maximum decreased : 10 -> 5"),
+        (
+            "replicas",
+            "minimum",
+            2.into(),
+            "minimum increased : 1 -> 2",
+        ),
+        (
+            "replicas",
+            "maximum",
+            5.into(),
+            "maximum decreased : 10 -> 5",
+        ),
         ("tags", "maxItems", 4.into(), "maximum decreased : 8 -> 4"),
         ("name", "minLength", 3.into(), "minimum increased : 1 -> 3"),
         (
@@ -497,13 +513,21 @@ fn patterns_and_nullable_switches_are_refused() {
     let mut pattern = base_crd();
     spec_prop(&mut pattern, "name")["pattern"] = "^[a-z]+$".into();
     let (_, text) = run(base_crd(), pattern.clone());
-    assert_one(&text, "UPG009", &[r#"^.spec.name: pattern added : "" -> "^[a-z]+$""#]);
+    assert_one(
+        &text,
+        "UPG009",
+        &[r#"^.spec.name: pattern added : "" -> "^[a-z]+$""#],
+    );
     let (_, text) = run(pattern, base_crd());
     assert_one(&text, "UPG009", &[r#"pattern removed : "^[a-z]+$" -> """#]);
     let mut nullable = base_crd();
     spec_prop(&mut nullable, "name")["nullable"] = true.into();
     let (_, text) = run(base_crd(), nullable.clone());
-    assert_one(&text, "UPG010", &["^.spec.name: nullable added : false -> true"]);
+    assert_one(
+        &text,
+        "UPG010",
+        &["^.spec.name: nullable added : false -> true"],
+    );
     let (_, text) = run(nullable, base_crd());
     assert_one(&text, "UPG010", &["nullable removed : true -> false"]);
 }
@@ -527,7 +551,11 @@ fn changes_no_rule_covers_are_unhandled_but_descriptions_are_not() {
     spec_prop(&mut cel, "replicas")["x-kubernetes-validations"] =
         serde_json::json!([{"rule": "self % 2 == 1"}]);
     let (_, text) = run(base_crd(), cel);
-    assert_one(&text, "UPG011", &["^.spec.replicas", "x-kubernetes-validations"]);
+    assert_one(
+        &text,
+        "UPG011",
+        &["^.spec.replicas", "x-kubernetes-validations"],
+    );
     let mut described = base_crd();
     spec_prop(&mut described, "replicas")["description"] = "How many.".into();
     assert_safe(base_crd(), described);
@@ -557,7 +585,9 @@ fn served_versions_without_a_webhook_must_be_compatible() {
     assert_one(
         &text,
         "UPG004",
-        &[r#"served versions v1alpha1 -> v1 (no conversion webhook): ^.pollInterval: type changed : "string" -> "integer""#],
+        &[
+            r#"served versions v1alpha1 -> v1 (no conversion webhook): ^.pollInterval: type changed : "string" -> "integer""#,
+        ],
     );
     // A conversion webhook converts between them: not checked.
     assert_safe(base_crd(), two_versions("string", "integer", true));
@@ -582,7 +612,10 @@ fn v1beta1_crds_are_read_as_the_api_server_stores_them() {
     spec_prop(&mut new, "replicas")["type"] = "string".into();
     let (v, text) = run(old.clone(), new);
     assert_eq!(v.len(), 1, "{text:#?}");
-    assert_eq!((v[0].check, v[0].version.as_str()), (Check::Property(upgrade::schema::Check::Type), "v1alpha1"));
+    assert_eq!(
+        (v[0].check, v[0].version.as_str()),
+        (Check::Property(upgrade::schema::Check::Type), "v1alpha1")
+    );
     // A v1beta1 CRD without any schema (where the reference's code panics) is compared as
     // the empty schema: a schema appearing is a type change of the root.
     old["spec"].as_object_mut().unwrap().remove("validation");
@@ -612,9 +645,14 @@ fn old_custom_resources_must_validate_against_the_new_schema() {
     );
     let ex: Vec<&String> = text.iter().filter(|t| t.starts_with("UPG012")).collect();
     assert_eq!(ex.len(), 2, "{text:#?}");
-    assert!(ex.iter().any(|t| t.contains("alm-examples example 0, Sample demo")
-        && t.contains("spec.name")));
-    assert!(v.iter().any(|v| v.check == Check::Example && v.path == "spec.mode"));
+    assert!(
+        ex.iter()
+            .any(|t| t.contains("alm-examples example 0, Sample demo") && t.contains("spec.name"))
+    );
+    assert!(
+        v.iter()
+            .any(|v| v.check == Check::Example && v.path == "spec.mode")
+    );
     // A change the example does not touch: only the OLM v1 finding.
     let mut new = base_crd();
     spec_prop(&mut new, "level")["default"] = "warn".into();
@@ -666,6 +704,10 @@ fn owned_versions_stay_served_and_owned_crds_stay() {
     assert_one(
         &text,
         "UPG014",
-        &["sample-0.2.0/manifests/csv.yaml:", "samples.test.example.com", "does not ship it"],
+        &[
+            "sample-0.2.0/manifests/csv.yaml:",
+            "samples.test.example.com",
+            "does not ship it",
+        ],
     );
 }
