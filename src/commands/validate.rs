@@ -92,7 +92,7 @@ fn operator(args: &ValidateOperatorArgs) -> Result<ExitStatus, CmdError> {
 fn upgrade(args: &ValidateUpgradeArgs) -> Result<ExitStatus, CmdError> {
     // A registry reference is pulled (verified) into a temporary layout first.
     let tmp = tempfile::tempdir()?;
-    let mut load = |arg: &Path, i: usize| -> Result<_, CmdError> {
+    let load = |arg: &Path, i: usize| -> Result<_, CmdError> {
         Ok(match registry_reference(arg) {
             Some(r) => {
                 let layout = tmp.path().join(format!("image-{i}"));
