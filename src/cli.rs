@@ -520,6 +520,25 @@ pub enum ValidateCommand {
         after_help = "Exit status: 0 clean or only warnings, 1 errors found, 2 the operator or a bundle could not be validated.\n\nExamples:\n  opship validate operator operators/my-operator\n  opship validate operator operators/my-operator --select-optional suite=operatorframework -o json"
     )]
     Operator(ValidateOperatorArgs),
+    /// Check an upgrade before publishing it: the CRDs of NEW against those of OLD, with OLM
+    /// v1's CRD upgrade-safety rules and the checks of docs/upgrade.md.
+    #[command(
+        after_help = "Exit status: 0 safe (or only warnings), 1 the upgrade is unsafe, 2 a bundle could not be read.\n\nExamples:\n  opship validate upgrade --from bundle/0.2.0 --to bundle/0.3.0\n  opship validate upgrade --from quay.io/example/op-bundle:v0.2.0 --to bundle/0.3.0 -o sarif"
+    )]
+    Upgrade(ValidateUpgradeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateUpgradeArgs {
+    /// The release users run: a bundle directory, `LAYOUT:TAG` or a registry reference.
+    #[arg(long, value_name = "OLD")]
+    pub from: PathBuf,
+    /// The release to publish, in the same forms.
+    #[arg(long, value_name = "NEW")]
+    pub to: PathBuf,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = OutputFormat::Human)]
+    pub output: OutputFormat,
 }
 
 /// Who issues the serving certificates of webhooks (`opship manifests --cert-provider`).

@@ -9,7 +9,7 @@ use opship_validate::{Options, Suite, rule};
 use super::{CmdError, ExitStatus};
 use crate::cli::{
     OutputFormat, RulesFormat, ValidateArgs, ValidateBundleArgs, ValidateCommand,
-    ValidateOperatorArgs, ValidateSuiteArgs,
+    ValidateOperatorArgs, ValidateSuiteArgs, ValidateUpgradeArgs,
 };
 
 /// Runs `opship validate ...`.
@@ -31,6 +31,7 @@ pub fn run(args: &ValidateArgs) -> Result<ExitStatus, CmdError> {
     match &args.command {
         Some(ValidateCommand::Bundle(b)) => bundle(b),
         Some(ValidateCommand::Operator(o)) => operator(o),
+        Some(ValidateCommand::Upgrade(u)) => upgrade(u),
         None => Err(
             "say what to validate: `opship validate bundle PATH...` (or --list-rules, \
                      --explain ID)"
@@ -89,6 +90,26 @@ fn operator(args: &ValidateOperatorArgs) -> Result<ExitStatus, CmdError> {
     print_results(&results, args.output)
 }
 
+fn upgrade(args: &ValidateUpgradeArgs) -> Result<ExitStatus, CmdError> {
+    // A registry reference is pulled (verified) into a temporary layout first.
+    let tmp = tempfile::tempdir()?;
+    let load = |arg: &Path, i: usize| -> Result<_, CmdError> {
+        Ok(match registry_reference(arg) {
+            Some(r) => {
+                let layout = tmp.path().join(format!("image-{i}"));
+                let tag = pull(&r, &layout)?;
+                opship_validate::load::load_layout_as(&layout, &tag, arg)
+            }
+            None => opship_validate::upgrade::load_source(arg),
+        })
+    };
+    let old = load(&args.from, 0)?;
+    let new = load(&args.to, 1)?;
+    let result =
+        old.and_then(|old| new.map(|new| opship_validate::upgrade::report(&old, &new, &args.to)));
+    print_results(&[result], args.output)
+}
+
 fn print_results(
     results: &[opship_validate::Result<opship_validate::BundleReport>],
     output: OutputFormat,
@@ -126,11 +147,11 @@ fn options(args: &ValidateSuiteArgs) -> Result<Options, CmdError> {
             continue;
         }
         let suites = Suite::select(name)
-            .filter(|s| s.iter().all(|s| s.is_optional()))
+            .filter(|s| s.iter().all(|s| s.selectable()))
             .ok_or_else(|| {
                 let names: Vec<&str> = Suite::ALL
                     .into_iter()
-                    .filter(|s| s.is_optional())
+                    .filter(|s| s.selectable())
                     .map(Suite::name)
                     .collect();
                 format!(

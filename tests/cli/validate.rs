@@ -224,3 +224,118 @@ fn validate_operator_reports_operator_checks_once_with_check_names() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("/nonexistent/operator"), "{stderr}");
 }
+
+#[test]
+fn upgrade_is_refused_when_a_crd_changes_incompatibly() {
+    // The sample's own releases upgrade safely.
+    let (code, stdout, stderr) = run(&[
+        "validate",
+        "upgrade",
+        "--from",
+        "bundle/0.2.0",
+        "--to",
+        "bundle/0.3.0",
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    // A release that lowers `size`'s maximum and removes `containerPort`.
+    let tmp = tempfile::tempdir().unwrap();
+    let new = tmp.path().join("0.4.0");
+    let copy = std::process::Command::new("cp")
+        .args(["-r"])
+        .arg(repo().join("bundle/0.3.0"))
+        .arg(&new)
+        .status()
+        .unwrap();
+    assert!(copy.success());
+    let crd = new.join("manifests/cache.example.com_memcacheds.yaml");
+    let text = std::fs::read_to_string(&crd).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut edited = String::new();
+    let mut skip_indent = None;
+    for l in &lines {
+        let indent = l.len() - l.trim_start().len();
+        if let Some(i) = skip_indent {
+            if indent > i {
+                continue;
+            }
+            skip_indent = None;
+        }
+        if l.trim_start() == "containerPort:" {
+            skip_indent = Some(indent);
+            continue;
+        }
+        if l.trim_start() == "maximum: 5" {
+            edited.push_str(&l.replace("maximum: 5", "maximum: 3"));
+        } else {
+            edited.push_str(l);
+        }
+        edited.push('\n');
+    }
+    std::fs::write(&crd, edited).unwrap();
+    let new_arg = new.to_str().unwrap();
+    let (code, stdout, stderr) = run(&[
+        "validate",
+        "upgrade",
+        "--from",
+        "bundle/0.3.0",
+        "--to",
+        new_arg,
+    ]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    for want in [
+        "UPG003",
+        "^.spec.containerPort",
+        "UPG008",
+        "^.spec.size: maximum decreased : 5 -> 3",
+        "memcacheds.cache.example.com",
+        "upgrade from 0.3.0",
+        "cache.example.com_memcacheds.yaml:",
+    ] {
+        assert!(stdout.contains(want), "{want:?} missing from {stdout}");
+    }
+    let (code, json, _) = run(&[
+        "validate",
+        "upgrade",
+        "--from",
+        "bundle/0.3.0",
+        "--to",
+        new_arg,
+        "-o",
+        "json",
+    ]);
+    assert_eq!(code, 1);
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(json.contains("\"UPG008\""), "{doc}");
+    let (code, sarif, _) = run(&[
+        "validate",
+        "upgrade",
+        "--from",
+        "bundle/0.3.0",
+        "--to",
+        new_arg,
+        "-o",
+        "sarif",
+    ]);
+    assert_eq!(code, 1);
+    assert!(sarif.contains("\"ruleId\": \"UPG003\"") || sarif.contains("\"ruleId\":\"UPG003\""));
+    // The way back adds a field and raises a maximum: both allowed.
+    let (code, stdout, stderr) = run(&[
+        "validate",
+        "upgrade",
+        "--from",
+        new_arg,
+        "--to",
+        "bundle/0.3.0",
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    // A bundle that cannot be read: exit 2.
+    let (code, _, stderr) = run(&[
+        "validate",
+        "upgrade",
+        "--from",
+        "no/such/bundle",
+        "--to",
+        "bundle/0.3.0",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+}

@@ -4,7 +4,7 @@
 //! parsed. Nothing else checks either before a user tries the example in the console.
 
 pub mod cel;
-mod schema;
+pub(crate) mod schema;
 
 use std::collections::HashSet;
 
@@ -113,14 +113,14 @@ fn array(v: &Value) -> &[Value] {
 }
 
 /// One version of a CRD as far as validation is concerned.
-struct Version<'a> {
-    schema: Option<&'a Value>,
-    served: bool,
-    status_subresource: bool,
+pub(crate) struct Version<'a> {
+    pub(crate) schema: Option<&'a Value>,
+    pub(crate) served: bool,
+    pub(crate) status_subresource: bool,
 }
 
 /// The version `version` of a CRD, from the v1 or v1beta1 layout.
-fn crd_version<'a>(crd: &'a Object, version: &str) -> Option<Version<'a>> {
+pub(crate) fn crd_version<'a>(crd: &'a Object, version: &str) -> Option<Version<'a>> {
     let spec = &crd.value()["spec"];
     let global_schema = spec["validation"]["openAPIV3Schema"]
         .as_object()
@@ -154,7 +154,7 @@ fn crd_version<'a>(crd: &'a Object, version: &str) -> Option<Version<'a>> {
 
 /// Whether unknown fields are pruned: always for v1, for v1beta1 only with
 /// `preserveUnknownFields: false`.
-fn prunes(crd: &Object) -> bool {
+pub(crate) fn prunes(crd: &Object) -> bool {
     crd.api_version() == "apiextensions.k8s.io/v1"
         || crd.value()["spec"]["preserveUnknownFields"].as_bool() == Some(false)
 }

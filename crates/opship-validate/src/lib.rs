@@ -40,6 +40,7 @@ pub mod operatorhub;
 pub mod rbac;
 pub mod report;
 pub mod rule;
+pub mod upgrade;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -58,11 +58,14 @@ pub enum Suite {
     /// The community-operators pipeline's static checks (operator-pipelines' `community` and
     /// `common` suites), run in the context of the bundle's operator directory.
     Community,
+    /// An upgrade from an older bundle: OLM v1's CRD upgrade-safety checks and more
+    /// (`opship validate upgrade`).
+    Upgrade,
 }
 
 impl Suite {
     /// Every suite, default ones first.
-    pub const ALL: [Suite; 12] = [
+    pub const ALL: [Suite; 13] = [
         Suite::BundleFormat,
         Suite::Csv,
         Suite::Crd,
@@ -75,6 +78,7 @@ impl Suite {
         Suite::Rbac,
         Suite::CrdExamples,
         Suite::Community,
+        Suite::Upgrade,
     ];
 
     /// The name used on the command line and in reports.
@@ -92,6 +96,7 @@ impl Suite {
             Suite::Rbac => "rbac",
             Suite::CrdExamples => "crd-examples",
             Suite::Community => "community",
+            Suite::Upgrade => "upgrade",
         }
     }
 
@@ -106,7 +111,13 @@ impl Suite {
     /// Whether `--select-optional all` turns the suite on: not `community`, which needs the
     /// bundle's operator directory and the repository's rules.
     pub fn in_all(self) -> bool {
-        self.is_optional() && self != Suite::Community
+        self.is_optional() && !matches!(self, Suite::Community | Suite::Upgrade)
+    }
+
+    /// Whether `--select-optional` can name the suite: not `upgrade`, which compares two
+    /// bundles (`opship validate upgrade`).
+    pub fn selectable(self) -> bool {
+        self.is_optional() && self != Suite::Upgrade
     }
 
     /// The suites a command-line selector names: one of opship's suite names, operator-sdk's
@@ -345,6 +356,7 @@ pub fn all() -> Vec<&'static Rule> {
         crate::rbac::RULES,
         crate::crd_examples::RULES,
         crate::community::RULES,
+        crate::upgrade::RULES,
     ]
     .concat();
     rules.sort_by_key(|r| r.id);
@@ -378,7 +390,9 @@ pub fn explain(r: &Rule) -> String {
     out.push_str(&format!(
         "suite:    {}{}\n",
         r.suite.name(),
-        if r.suite.is_optional() {
+        if r.suite == Suite::Upgrade {
+            " (run by `opship validate upgrade`)"
+        } else if r.suite.is_optional() {
             " (optional: --select-optional)"
         } else {
             " (default)"
@@ -422,7 +436,9 @@ pub fn markdown() -> String {
         out.push_str(&format!(
             "\n## {}{}\n\n| ID | level | upstream | summary |\n|---|---|---|---|\n",
             suite.name(),
-            if suite.is_optional() {
+            if suite == Suite::Upgrade {
+                " (`opship validate upgrade`)"
+            } else if suite.is_optional() {
                 " (optional)"
             } else {
                 ""

@@ -50,3 +50,4 @@ mod parity;
 mod parity_optional;
 mod report;
 mod suites;
+mod upgrade;
