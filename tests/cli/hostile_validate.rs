@@ -245,3 +245,65 @@ fn deeply_nested_alm_examples_are_a_finding() {
         report["bundles"][0]
     );
 }
+
+/// `validate operator` and `validate bundle --select-optional community` on an operator whose
+/// `ci.yaml` and a bundle's `release-config.yaml` are symlinks to files outside it (a
+/// password-like file, a token): no output format prints what they hold, each names the link.
+#[cfg(unix)]
+#[test]
+fn community_files_symlinked_out_of_the_operator_are_not_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let passwd = tmp.path().join("passwd");
+    std::fs::write(
+        &passwd,
+        "root:x:0:0:PASSWD-MARKER root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n",
+    )
+    .unwrap();
+    let token = tmp.path().join("token");
+    std::fs::write(&token, "ghp_TOKENMARKER0123456789abcdefghijklmnop\n").unwrap();
+    let community = [
+        crate::repo().join("../shared/community"),
+        "/work/shared/community".into(),
+    ]
+    .into_iter()
+    .find(|p: &PathBuf| p.is_dir())
+    .expect("shared/community not found");
+    let op = tmp.path().join("repo/operators/sosreport-operator");
+    crate::copy_dir(&community.join("operators/sosreport-operator"), &op);
+    let _ = std::fs::remove_file(op.join("ci.yaml"));
+    std::os::unix::fs::symlink(&passwd, op.join("ci.yaml")).unwrap();
+    let mut bundles: Vec<PathBuf> = std::fs::read_dir(&op)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("metadata").is_dir())
+        .collect();
+    bundles.sort();
+    std::os::unix::fs::symlink(&token, bundles[0].join("release-config.yaml")).unwrap();
+    for format in ["human", "json", "sarif", "github"] {
+        let mut runs = Vec::new();
+        let mut cmd = opship();
+        cmd.args(["validate", "operator", "-o", format]).arg(&op);
+        runs.push(run(&mut cmd));
+        let mut cmd = opship();
+        cmd.args([
+            "validate",
+            "bundle",
+            "--select-optional",
+            "community",
+            "-o",
+            format,
+        ]);
+        cmd.args(&bundles);
+        runs.push(run(&mut cmd));
+        for r in runs {
+            assert_eq!(r.code, 1, "{format}: {}", r.stderr);
+            for out in [&r.stdout, &r.stderr] {
+                assert!(
+                    !out.contains("MARKER") && !out.contains("root:x:0"),
+                    "{format}: {out}"
+                );
+            }
+            assert!(r.stdout.contains("leads out of"), "{format}: {}", r.stdout);
+        }
+    }
+}

@@ -149,7 +149,22 @@ pub fn load_dir(dir: &Path) -> Result<Bundle> {
 
 /// [`load_dir`], reading keys as `keys` says.
 pub fn load_dir_keys(dir: &Path, keys: Keys) -> Result<Bundle> {
+    load_dir_in(dir, dir, keys)
+}
+
+/// [`load_dir_keys`] for a bundle inside the tree `root` (the bundle directory itself, or the
+/// operator directory that holds it): a file is read only when it lies in `root` once symlinks
+/// are followed; one that leads out of it is a finding (BF008), its content never read, so no
+/// finding can quote a file from elsewhere.
+pub fn load_dir_in(dir: &Path, root: &Path, keys: Keys) -> Result<Bundle> {
     let meta = std::fs::metadata(dir).map_err(|e| Error::io(dir, e))?;
+    let root_real = std::fs::canonicalize(root).map_err(|e| Error::io(root, e))?;
+    let outside =
+        |path: &Path| !std::fs::canonicalize(path).is_ok_and(|p| p.starts_with(&root_real));
+    let leads_out = format!(
+        "is a symlink that leads out of {}; not read",
+        root.display()
+    );
     if !meta.is_dir() {
         return Err(Error::NotABundle {
             path: dir.to_path_buf(),
@@ -214,6 +229,10 @@ pub fn load_dir_keys(dir: &Path, keys: Keys) -> Result<Bundle> {
                     .push((rel, "is not a regular file; not read".to_owned()));
                 continue;
             }
+            if outside(&path) {
+                input.unreadable.push((rel, leads_out.clone()));
+                continue;
+            }
             if input.files.len() >= MAX_FILES {
                 return Err(Error::NotABundle {
                     path: dir.to_path_buf(),
@@ -240,6 +259,7 @@ pub fn load_dir_keys(dir: &Path, keys: Keys) -> Result<Bundle> {
     }
     let dockerfile = dir.join("bundle.Dockerfile");
     if std::fs::metadata(&dockerfile).is_ok_and(|m| m.is_file() && m.len() <= MAX_FILE_BYTES)
+        && !outside(&dockerfile)
         && let Ok(Ok(bytes)) = read_capped(&dockerfile)
         && let Ok(text) = String::from_utf8(bytes)
     {

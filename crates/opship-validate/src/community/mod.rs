@@ -6,6 +6,7 @@
 //! run the `operator-sdk` binary are opship's own `operatorhub`, `good-practices` and
 //! `deprecated-apis` suites instead.
 
+pub mod graph;
 pub mod py;
 pub mod repo;
 pub mod schema;
@@ -14,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
+use opship_core::naming::excerpt;
 use opship_core::yaml::Origin;
 use rayon::prelude::*;
 use regex::Regex;
@@ -226,8 +228,15 @@ impl Ctx<'_> {
     /// config.yaml, or FBC).
     fn runs(&mut self, rule: &'static Rule, fbc_off: bool) -> bool {
         let check = rule.check.expect("community rules name their check");
-        if let Some(reason) = waiver(self.op, check) {
-            self.skip(rule, reason);
+        let waivers = self.op.waivers.get_or_init(|| {
+            RULES
+                .iter()
+                .filter_map(|r| r.check)
+                .filter_map(|c| Some((c, waiver(self.op, c)?)))
+                .collect()
+        });
+        if let Some(reason) = waivers.get(check) {
+            self.skip(rule, reason.clone());
             return false;
         }
         if fbc_off && self.op.fbc_enabled() {
@@ -265,7 +274,8 @@ fn waiver(op: &OperatorDir, check: &str) -> Option<String> {
             if Regex::new(&format!("^(?:{pat})")).is_ok_and(|re| re.is_match(&op.name)) {
                 return Some(format!(
                     "waived for this operator by the repository's config.yaml \
-                     (ignore_operators `{pat}`)"
+                     (ignore_operators `{}`)",
+                    excerpt(pat)
                 ));
             }
         }
@@ -317,7 +327,7 @@ pub fn operator_checks(op: &OperatorDir, opts: &Options) -> Outcome {
         if let Some(e) = error {
             cx.out.findings.push(fail(&COM005, object, e));
         } else if names.len() > 1 {
-            let names: Vec<String> = names.into_iter().collect();
+            let names: Vec<std::borrow::Cow<'_, str>> = names.iter().map(|n| excerpt(n)).collect();
             cx.out.findings.push(fail(
                 &COM005,
                 object,
@@ -357,19 +367,14 @@ pub fn operator_checks(op: &OperatorDir, opts: &Options) -> Outcome {
     }
 
     if cx.runs(&COM007, true) {
-        let mut channels = BTreeSet::new();
-        for b in &op.bundles {
-            channels.extend(b.channels());
-            channels.extend(b.default_channel());
-        }
-        for channel in channels {
-            match op.update_graph(&channel) {
+        for graph in op.graphs().values() {
+            match graph {
                 Err(e) => {
-                    cx.out.findings.push(fail(&COM007, object, e));
+                    cx.out.findings.push(fail(&COM007, object, e.clone()));
                     break;
                 }
-                Ok(graph) => {
-                    if let Some((from, to)) = repo::find_cycle(&graph) {
+                Ok(channel) => {
+                    if let Some((from, to)) = channel.graph.cycle {
                         cx.out.findings.push(fail(
                             &COM007,
                             object,
@@ -439,8 +444,9 @@ pub fn operator_checks(op: &OperatorDir, opts: &Options) -> Outcome {
                         object,
                         format!(
                             "Operator's 'ci.yaml' contains multiple templates '{}' for the \
-                             same catalog '{catalog}'.",
-                            str_of(&Value::Array(templates))
+                             same catalog '{}'.",
+                            excerpt(&str_of(&Value::Array(templates))),
+                            excerpt(&catalog)
                         ),
                     ),
                     ci_file,
@@ -542,7 +548,8 @@ fn py_strip(s: &str) -> &str {
     s.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c))
 }
 
-fn field_ok(rule: &FieldRule, value: &Value) -> bool {
+/// Whether a required field's value passes; `created_at` is how the CSV writes `createdAt`.
+fn field_ok(rule: &FieldRule, value: &Value, created_at: py::Written) -> bool {
     match rule {
         FieldRule::Min(n, dotall) => {
             let s = str_of(value);
@@ -560,7 +567,7 @@ fn field_ok(rule: &FieldRule, value: &Value) -> bool {
         FieldRule::Categories => str_of(value)
             .split(',')
             .all(|c| CATEGORIES.contains(&py_strip(c))),
-        FieldRule::Timestamp => py::is_timestamp(&str_of(value)),
+        FieldRule::Timestamp => py::is_timestamp(&str_of(value), created_at),
         FieldRule::SemVer => value
             .as_str()
             .is_some_and(|s| py::parse_semver(s, false).is_some()),
@@ -644,7 +651,7 @@ pub fn bundle_checks(op: &OperatorDir, i: usize, opts: &Options) -> Outcome {
                 for (field, rule, fatal) in required_fields() {
                     let message = match lookup(csv, field) {
                         None | Some(Value::Null) => format!("CSV does not define {field}"),
-                        Some(v) if field_ok(&rule, v) => continue,
+                        Some(v) if field_ok(&rule, v, b.created_at) => continue,
                         Some(_) => format!("CSV contains an invalid value for {field}"),
                     };
                     let level = if fatal { Level::Error } else { Level::Warning };
@@ -722,7 +729,7 @@ pub fn bundle_checks(op: &OperatorDir, i: usize, opts: &Options) -> Outcome {
     }
 
     if cx.runs(&COM011, false) {
-        for (file, name) in network_policies(&b.dir.join("manifests")) {
+        for (file, name) in network_policies(&op.root, &b.dir.join("manifests")) {
             cx.out.findings.push(
                 fail(
                     &COM011,
@@ -756,8 +763,10 @@ pub fn bundle_checks(op: &OperatorDir, i: usize, opts: &Options) -> Outcome {
                     object,
                     format!(
                         "Bundle directory name '{}/{}' does not match the expected operator CSV \
-                         version '{csv_version}' from ./{rel}.",
-                        b.operator_name, b.version
+                         version '{}' from ./{rel}.",
+                        b.operator_name,
+                        b.version,
+                        excerpt(&csv_version)
                     ),
                 ),
                 csv_file,
@@ -780,39 +789,50 @@ fn dangling(cx: &mut Ctx<'_>, i: usize, object: &str) {
     let mut channels = b.channels();
     channels.extend(b.default_channel());
     for channel in channels {
-        let members = match op.channel_bundles(&channel) {
-            Ok(m) => m,
+        match op.graph(&channel) {
             Err(e) => {
                 cx.out.findings.push(fail(&COM002, object, e));
                 return;
             }
-        };
-        let head = members.last().copied();
-        let graph = match op.update_graph(&channel) {
-            Ok(g) => g,
-            Err(e) => {
-                cx.out.findings.push(fail(&COM002, object, e));
-                return;
+            Ok(graph) => {
+                if let Some(m) = dangling_message(op, &channel, graph) {
+                    cx.out.findings.push(fail(&COM002, object, m.clone()));
+                }
             }
-        };
-        let mut left: Vec<&PBundle> = members
-            .iter()
-            .filter(|&&m| !graph.contains_key(&m) && Some(m) != head)
-            .map(|&m| &op.bundles[m])
-            .collect();
-        if !left.is_empty() {
-            left.sort_by(|a, b| a.version.cmp(&b.version));
-            let names: Vec<String> = left.iter().map(|b| b.repr()).collect();
-            cx.out.findings.push(fail(
-                &COM002,
-                object,
-                format!(
-                    "Channel {channel} has dangling bundles: {{{}}}",
-                    names.join(", ")
-                ),
-            ));
         }
     }
+}
+
+/// The dangling bundles of a channel, as the pipeline words them: the same for each of the
+/// channel's bundles, so worded once per channel (and cut to a bounded message once).
+fn dangling_message<'g>(
+    op: &OperatorDir,
+    channel: &str,
+    graph: &'g repo::Channel,
+) -> Option<&'g String> {
+    graph
+        .dangling
+        .get_or_init(|| {
+            let head = graph.graph.members.last().copied();
+            let mut left: Vec<&PBundle> = graph
+                .graph
+                .unreplaced
+                .iter()
+                .filter(|&&m| Some(m) != head)
+                .map(|&m| &op.bundles[m])
+                .collect();
+            if left.is_empty() {
+                return None;
+            }
+            left.sort_by(|a, b| a.version.cmp(&b.version));
+            let names: Vec<String> = left.iter().map(|b| b.repr()).collect();
+            Some(crate::rule::bounded(format!(
+                "Channel {} has dangling bundles: {{{}}}",
+                opship_core::naming::excerpt(channel),
+                names.join(", ")
+            )))
+        })
+        .as_ref()
 }
 
 /// OpenShift → Kubernetes minor versions, as the pipeline's table has them.
@@ -843,7 +863,7 @@ fn parse_ocp(text: &str) -> Result<(u64, u64, u64), String> {
     let t = py_strip(t);
     py::parse_semver(t, true)
         .map(|(a, b, _)| (a, b, 0))
-        .ok_or_else(|| format!("{t} is not valid SemVer string"))
+        .ok_or_else(|| format!("{} is not valid SemVer string", excerpt(t)))
 }
 
 fn api_version_constraints(b: &PBundle) -> Vec<Finding> {
@@ -861,7 +881,7 @@ fn api_version_constraints(b: &PBundle) -> Vec<Finding> {
             &object,
             format!(
                 "Invalid minKubeVersion: {} is not valid SemVer string",
-                py_strip(&min_text)
+                excerpt(py_strip(&min_text))
             ),
         ));
         return out;
@@ -981,29 +1001,25 @@ fn operator_name(cx: &mut Ctx<'_>, i: usize, object: &str) {
         ));
         return;
     };
-    let collect = |skip: Option<usize>, f: &dyn Fn(&PBundle) -> Result<String, String>| {
-        op.bundles
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| Some(*j) != skip)
-            .filter_map(|(_, o)| f(o).ok())
-            .collect::<BTreeSet<String>>()
-    };
     let has_others = op.bundles.len() > 1;
     if has_others {
-        let all_meta = collect(None, &PBundle::metadata_operator_name);
-        let other_meta = collect(Some(i), &PBundle::metadata_operator_name);
+        let census = op.census();
         consistency(
             cx,
             object,
             &meta,
-            &all_meta,
-            &other_meta,
+            &census.package_names,
+            &census.package_list,
             "from annotations.yaml",
         );
-        let all_csv = collect(None, &PBundle::csv_operator_name);
-        let other_csv = collect(Some(i), &PBundle::csv_operator_name);
-        consistency(cx, object, &csv_name, &all_csv, &other_csv, "from the CSV");
+        consistency(
+            cx,
+            object,
+            &csv_name,
+            &census.csv_names,
+            &census.csv_list,
+            "from the CSV",
+        );
     }
     let level = if has_others {
         Level::Warning
@@ -1016,8 +1032,10 @@ fn operator_name(cx: &mut Ctx<'_>, i: usize, object: &str) {
             level,
             object,
             format!(
-                "Operator name from annotations.yaml ({meta}) does not match the name defined \
-                 in the CSV ({csv_name})"
+                "Operator name from annotations.yaml ({}) does not match the name defined \
+                 in the CSV ({})",
+                excerpt(&meta),
+                excerpt(&csv_name)
             ),
         ));
     }
@@ -1027,43 +1045,50 @@ fn operator_name(cx: &mut Ctx<'_>, i: usize, object: &str) {
             level,
             object,
             format!(
-                "Operator name from annotations.yaml ({meta}) does not match the operator's \
+                "Operator name from annotations.yaml ({}) does not match the operator's \
                  directory name ({})",
+                excerpt(&meta),
                 b.operator_name
             ),
         ));
     }
 }
 
+/// The bundle's name `mine` against the other bundles' (`all`: every bundle's names that read,
+/// with how many bundles have each; `all_list`: them as the pipeline lists them).
 fn consistency(
     cx: &mut Ctx<'_>,
     object: &str,
     mine: &str,
-    all: &BTreeSet<String>,
-    others: &BTreeSet<String>,
+    all: &BTreeMap<String, usize>,
+    all_list: &str,
     what: &str,
 ) {
-    if others.len() == 1 {
-        let common = others.iter().next().expect("one");
+    // The other bundles' names: all of them but this bundle's when no other has it.
+    let alone = all.get(mine) == Some(&1);
+    let others = all.len() - usize::from(alone);
+    if others == 1 {
+        let common = all
+            .keys()
+            .find(|k| !(alone && k.as_str() == mine))
+            .expect("one other name");
         if common != mine {
             cx.out.findings.push(fail(
                 &COM008,
                 object,
                 format!(
-                    "Operator name {what} ({mine}) does not match the name defined in other \
-                     bundles ({common})"
+                    "Operator name {what} ({}) does not match the name defined in other \
+                     bundles ({})",
+                    excerpt(mine),
+                    excerpt(common)
                 ),
             ));
         }
     } else {
-        let all: Vec<&String> = all.iter().collect();
         cx.out.findings.push(warn(
             &COM008,
             object,
-            format!(
-                "Operator name {what} is not consistent across bundles: {}",
-                repr_list(&all)
-            ),
+            format!("Operator name {what} is not consistent across bundles: {all_list}"),
         ));
     }
 }
@@ -1099,9 +1124,10 @@ fn release_config_checks(op: &OperatorDir, rc: &Value) -> Vec<String> {
         let name = str_of(name);
         match mapping.get(&name) {
             None => out.push(format!(
-                "Bundle's 'release-config.yaml' contains a catalog template '{name}' that is \
+                "Bundle's 'release-config.yaml' contains a catalog template '{}' that is \
                  not defined in the ci.yaml file under 'catalog_mapping'. Add the template to \
-                 the 'catalog_mapping."
+                 the 'catalog_mapping.",
+                excerpt(&name)
             )),
             Some(m) => {
                 if m.get("type").and_then(Value::as_str) != Some("olm.semver") {
@@ -1116,10 +1142,11 @@ fn release_config_checks(op: &OperatorDir, rc: &Value) -> Vec<String> {
                 if !ok {
                     out.push(format!(
                         "Bundle's 'release-config.yaml' contains a semver catalog template \
-                         '{name}' with invalid channels: {}. Allowed channels are: {}. Follow \
+                         '{}' with invalid channels: {}. Allowed channels are: {}. Follow \
                          olm [documentation](https://olm.operatorframework.io/docs/reference/catalog-templates/#specification) \
                          to see more details about semver template.",
-                        str_of(&channels),
+                        excerpt(&name),
+                        excerpt(&str_of(&channels)),
                         repr_list(&allowed)
                     ));
                 }
@@ -1129,23 +1156,18 @@ fn release_config_checks(op: &OperatorDir, rc: &Value) -> Vec<String> {
     out
 }
 
-/// NetworkPolicy objects in `manifests/*.yaml` and `*.yml` (one document per file, as the
-/// pipeline reads them).
-fn network_policies(manifests: &Path) -> Vec<(PathBuf, String)> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(manifests)
+/// NetworkPolicy objects in `manifests/*.yaml` and `*.yml` of the operator directory `root` (one
+/// document per file, as the pipeline reads them; files it cannot read, such as symlinks out of
+/// `root`, are the bundle-format rules' to report).
+fn network_policies(root: &Path, manifests: &Path) -> Vec<(PathBuf, String)> {
+    repo::list_in_tree(root, manifests)
+        .unwrap_or_default()
         .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
         .filter(|p| {
             p.is_file() && matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"))
         })
-        .collect();
-    files.sort();
-    files
-        .into_iter()
         .filter(|p| {
-            let Ok(Value::Object(m)) = repo::load_yaml(p) else {
+            let Ok(Value::Object(m)) = repo::load_yaml(root, p) else {
                 return false;
             };
             m.get("kind").and_then(Value::as_str) == Some("NetworkPolicy")
@@ -1180,7 +1202,11 @@ fn replaces_availability(cx: &mut Ctx<'_>, i: usize, object: &str) {
         cx.out.findings.push(fail(
             rule,
             object,
-            format!("{} has invalid 'replaces' field: '{replaces}'", b.repr()),
+            format!(
+                "{} has invalid 'replaces' field: '{}'",
+                b.repr(),
+                excerpt(&replaces)
+            ),
         ));
         return;
     };
@@ -1197,30 +1223,26 @@ fn replaces_availability(cx: &mut Ctx<'_>, i: usize, object: &str) {
         ));
         return;
     }
-    let mut ver_to_dir: BTreeMap<String, usize> = BTreeMap::new();
-    for (j, o) in op.bundles.iter().enumerate() {
-        match o.csv_operator_version() {
-            Ok(v) => {
-                ver_to_dir.insert(v, j);
-            }
-            Err(e) => {
-                cx.out.findings.push(fail(rule, object, e));
-                return;
-            }
+    let census = op.census();
+    let ver_to_dir = match &census.versions {
+        Ok(v) => v,
+        Err(e) => {
+            cx.out.findings.push(fail(rule, object, e.clone()));
+            return;
         }
-    }
+    };
     let Some(&j) = ver_to_dir.get(replaces_version) else {
-        let keys: Vec<&String> = ver_to_dir.keys().collect();
         cx.out.findings.push(fail(
             rule,
             object,
             format!(
-                "{} attempts to replace version '{replaces_version}' which does not exist in the \
-                 submitted PR branch. Available versions: {}. If you are submitting multiple \
-                 versions in sequence, make sure your fork is up to date with origin (rebased) \
-                 before each submission to include all previously merged versions.",
+                "{} attempts to replace version '{}' which does not exist in the submitted PR \
+                 branch. Available versions: {}. If you are submitting multiple versions in \
+                 sequence, make sure your fork is up to date with origin (rebased) before each \
+                 submission to include all previously merged versions.",
                 b.repr(),
-                repr_list(&keys)
+                excerpt(replaces_version),
+                census.versions_list
             ),
         ));
         return;
@@ -1239,8 +1261,8 @@ fn replaces_availability(cx: &mut Ctx<'_>, i: usize, object: &str) {
             format!(
                 "needs the organization's catalog indices (Red Hat's Pyxis service) to compare \
                  com.redhat.openshift.versions {} with {} of {}: give them with --ocp-indices",
-                mine.as_ref().map_or_else(|| "None".to_owned(), py::repr),
-                theirs.as_ref().map_or_else(|| "None".to_owned(), py::repr),
+                excerpt(&mine.as_ref().map_or_else(|| "None".to_owned(), py::repr)),
+                excerpt(&theirs.as_ref().map_or_else(|| "None".to_owned(), py::repr)),
                 replaced.repr()
             ),
         );
@@ -1253,7 +1275,9 @@ fn replaces_availability(cx: &mut Ctx<'_>, i: usize, object: &str) {
     }
     let mine_list: Vec<&String> = mine_set.iter().collect();
     let theirs_list: Vec<&String> = theirs_set.iter().collect();
-    let show = |v: &Option<Value>| v.as_ref().map_or_else(|| "None".to_owned(), str_of);
+    let show = |v: &Option<Value>| {
+        excerpt(&v.as_ref().map_or_else(|| "None".to_owned(), str_of)).into_owned()
+    };
     cx.out.findings.push(fail(
         rule,
         object,
@@ -1340,10 +1364,7 @@ impl Operators {
     pub fn for_bundles(dirs: &[PathBuf]) -> Operators {
         let mut pending: BTreeMap<PathBuf, usize> = BTreeMap::new();
         for d in dirs {
-            if let Some(parent) = std::fs::canonicalize(d)
-                .ok()
-                .and_then(|d| d.parent().map(Path::to_path_buf))
-            {
+            if let Ok((_, parent)) = bundle_and_operator(d) {
                 *pending.entry(parent).or_default() += 1;
             }
         }
@@ -1409,13 +1430,13 @@ impl Operators {
 /// the operator read from the bundle's parent directory (once per run, through `operators`).
 pub fn check_bundle_dir(dir: &Path, opts: &Options, operators: &Operators) -> Outcome {
     let mut out = Outcome::default();
-    let resolved = std::fs::canonicalize(dir).ok();
-    let parent = resolved.as_deref().and_then(Path::parent);
-    let (Some(resolved), Some(parent)) = (resolved.as_deref(), parent) else {
-        return skipped_all("needs the bundle's operator directory (a bundle directory)");
+    let (resolved, parent) = match bundle_and_operator(dir) {
+        Ok(found) => found,
+        Err(why) => return skipped_all(why),
     };
+    let (resolved, parent) = (resolved.as_path(), parent.as_path());
     if !repo::is_bundle(resolved) {
-        return skipped_all("needs the bundle's operator directory (a bundle directory)");
+        return skipped_all(NEEDS_OPERATOR);
     }
     let read = operators.get(parent, opts);
     operators.done(parent);
@@ -1432,6 +1453,32 @@ pub fn check_bundle_dir(dir: &Path, opts: &Options, operators: &Operators) -> Ou
     out.findings.extend(b.findings);
     out.skipped.extend(b.skipped);
     out
+}
+
+const NEEDS_OPERATOR: &str = "needs the bundle's operator directory (a bundle directory)";
+
+/// The bundle directory `dir` resolved, and its operator directory: the directory that holds
+/// it as named (`operators/foo` for `operators/foo/1.0.0`, also when `1.0.0` is a symlink). A
+/// bundle directory that is a symlink out of its operator directory is not followed there.
+fn bundle_and_operator(dir: &Path) -> Result<(PathBuf, PathBuf), &'static str> {
+    let resolved = std::fs::canonicalize(dir).map_err(|_| NEEDS_OPERATOR)?;
+    let named = std::path::absolute(dir).ok();
+    let parent = match named
+        .as_deref()
+        .filter(|n| n.file_name().is_some())
+        .and_then(Path::parent)
+    {
+        Some(p) => std::fs::canonicalize(p).map_err(|_| NEEDS_OPERATOR)?,
+        // `..` and the like: no name to go by.
+        None => resolved.parent().ok_or(NEEDS_OPERATOR)?.to_path_buf(),
+    };
+    if resolved.parent() != Some(parent.as_path()) {
+        return Err(
+            "the bundle directory is a symlink that leads out of its operator directory; not \
+             followed",
+        );
+    }
+    Ok((resolved, parent))
 }
 
 fn skipped_all(reason: &str) -> Outcome {
@@ -1480,7 +1527,7 @@ pub fn validate_operator(
         .map(|i| {
             let b = &op.bundles[i];
             let path = dir.join(&b.version);
-            let loaded = crate::load::load_dir(&path)?;
+            let loaded = crate::load::load_dir_in(&path, &op.root, crate::load::Keys::Go)?;
             let mut findings = crate::validate(&loaded, &others);
             let c = bundle_checks(&op, i, opts);
             findings.extend(c.findings);

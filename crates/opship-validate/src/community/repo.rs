@@ -1,7 +1,9 @@
 //! An operator directory of a community-operators repository as the pipeline's
 //! `operator_repo` reads it: its bundles (`<version>/manifests` + `<version>/metadata`),
 //! `ci.yaml`, the repository's `config.yaml`, each bundle's CSV, annotations and
-//! `release-config.yaml`, and the update graph of a channel.
+//! `release-config.yaml`, and the update graph of a channel. Every file is read inside its tree
+//! (the operator directory, or the repository for `config.yaml`): a symlink out of it is an
+//! error naming the link, never followed, so no finding can quote a file from elsewhere.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -10,25 +12,102 @@ use opship_core::input::{self, Kind};
 use rayon::prelude::*;
 use serde_json::{Map, Value};
 
-use super::py::{NpmRange, SemVer};
+use opship_core::yaml::Document;
+
+use super::graph::{self, ChannelGraph};
+use super::py::{NpmRange, SemVer, Written};
 
 /// A YAML file as `load_yaml` gives it: `Null` for an empty file, `Err` with why it could not
 /// be read (missing files are told apart by the caller).
 pub type Loaded = Result<Value, String>;
 
-/// Reads one YAML document (several are an error, as PyYAML's `safe_load` says).
-pub fn load_yaml(path: &Path) -> Loaded {
-    let text = input::read_string(path, Kind::Manifest).map_err(|e| e.to_string())?;
+/// Reads one YAML document of the tree `root` (several are an error, as PyYAML's `safe_load`
+/// says); a symlink that leads out of `root` is refused.
+pub fn load_yaml(root: &Path, path: &Path) -> Loaded {
+    Ok(parse_yaml(root, path)?.1.map_or(Value::Null, |d| d.value))
+}
+
+/// [`load_yaml`] with the text and the document's node positions (`None` for an empty file).
+fn parse_yaml(root: &Path, path: &Path) -> Result<(String, Option<Document>), String> {
+    let text = input::read_string_in_tree(root, path, Kind::Manifest).map_err(|e| e.to_string())?;
     let (mut docs, _) =
         opship_core::yaml::parse_stream_lenient(&text, path).map_err(|e| e.to_string())?;
     match docs.len() {
-        0 => Ok(Value::Null),
-        1 => Ok(docs.remove(0).value),
+        0 => Ok((text, None)),
+        1 => Ok((text, Some(docs.remove(0)))),
         _ => Err(format!(
             "{} contains multiple yaml documents",
             opship_core::paths::show(path)
         )),
     }
+}
+
+/// How the scalar at `pointer` of `doc` is written in `text`, as far as PyYAML's reading of
+/// it depends on that: what stands between its key's `:` and its first characters (its
+/// properties, a tag `!!str` or `!!timestamp` or an anchor, and a block indicator, wherever
+/// the parser places the node's start), then those characters (a quote); an alias is looked
+/// up at its anchor.
+fn written_as(text: &str, doc: &Document, pointer: &str) -> Written {
+    if doc.value.pointer(pointer).is_none() {
+        return Written::Plain;
+    }
+    let pos = doc.origin(pointer).pos;
+    let Some(line_start) = text
+        .split_inclusive('\n')
+        .take((pos.line as usize).saturating_sub(1))
+        .map(str::len)
+        .try_fold(0usize, |acc, n| acc.checked_add(n))
+    else {
+        return Written::Plain;
+    };
+    let line = text[line_start.min(text.len())..]
+        .split('\n')
+        .next()
+        .unwrap_or_default();
+    let at = line_start
+        + line
+            .char_indices()
+            .nth((pos.col as usize).saturating_sub(1))
+            .map_or(line.len(), |(i, _)| i);
+    let before = &text[..at.min(text.len())];
+    let lead = before.rfind(':').map_or("", |c| &before[c + 1..]);
+    let lead = lead.split('#').next().unwrap_or_default();
+    match written_from(&format!("{lead}{}", &text[at.min(text.len())..])) {
+        Err(anchor) => {
+            // An alias: the node it names, written after `&anchor`.
+            let mark = format!("&{anchor}");
+            text.match_indices(&mark)
+                .map(|(i, _)| &text[i + mark.len()..])
+                .find(|rest| rest.starts_with([' ', '\t', '\n', '\r']))
+                .and_then(|rest| written_from(rest).ok())
+                .unwrap_or(Written::Str)
+        }
+        Ok(w) => w,
+    }
+}
+
+/// The [`Written`] of a scalar whose text (with its properties) starts `s`, or the anchor an
+/// alias (`*name`) names.
+fn written_from(s: &str) -> Result<Written, &str> {
+    let mut rest = s;
+    let mut tagged = None;
+    loop {
+        rest = rest.trim_start_matches([' ', '\t', '\n', '\r']);
+        let token_end = rest.find([' ', '\t', '\n', '\r']).unwrap_or(rest.len());
+        match rest.as_bytes().first() {
+            Some(b'!') => tagged = Some(&rest[..token_end]),
+            Some(b'&') => {}
+            Some(b'*') => return Err(&rest[1..token_end]),
+            _ => break,
+        }
+        rest = &rest[token_end..];
+    }
+    Ok(match tagged {
+        Some("!!timestamp" | "!<tag:yaml.org,2002:timestamp>") => Written::Timestamp,
+        Some(_) => Written::Str,
+        None if rest.starts_with(['"', '\'', '|', '>']) => Written::Str,
+        None => Written::Plain,
+    })
 }
 
 /// `path`, or the same name with the other YAML extension, when it is a file.
@@ -46,6 +125,19 @@ pub fn find_yaml(path: &Path) -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// The entries of the directory `dir` of the tree `root`, sorted; a directory reached through a
+/// symlink out of `root` is not listed (its names are not the tree's either).
+pub(crate) fn list_in_tree(root: &Path, dir: &Path) -> Result<Vec<PathBuf>, String> {
+    input::check_in_tree(root, dir).map_err(|e| e.to_string())?;
+    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", opship_core::paths::show(dir)))?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    names.sort();
+    Ok(names)
 }
 
 /// Whether a directory is a bundle: it holds `manifests/` and `metadata/`.
@@ -70,27 +162,33 @@ pub struct PBundle {
     pub annotations: Result<Map<String, Value>, String>,
     /// `release-config.yaml` next to `manifests/`, when present.
     pub release_config: Result<Option<Value>, String>,
+    /// How the CSV's `metadata.annotations.createdAt` is written (PyYAML reads a plain
+    /// timestamp as a `datetime`, a quoted one as a string).
+    pub created_at: Written,
 }
 
 impl PBundle {
-    fn load(dir: PathBuf) -> PBundle {
+    /// Reads the bundle `dir` of the operator directory `root`.
+    fn load(root: &Path, dir: PathBuf) -> PBundle {
         let version = name_of(&dir);
         let operator_name = dir.parent().map(name_of).unwrap_or_default();
-        let csv_path = find_csv(&dir.join("manifests"));
-        let csv = match &csv_path {
-            None => Err(format!("CSV file for {operator_name}/{version} not found")),
-            Some(p) => match load_yaml(p) {
-                Ok(Value::Object(m)) => Ok(m),
-                Ok(_) => Err(format!(
-                    "Invalid CSV contents ({})",
-                    opship_core::paths::show(p)
-                )),
-                Err(e) => Err(e),
-            },
+        let (csv_path, (csv, created_at)) = match find_csv(root, &dir.join("manifests")) {
+            Err(e) => (None, (Err(e), Written::Plain)),
+            Ok(None) => (
+                None,
+                (
+                    Err(format!("CSV file for {operator_name}/{version} not found")),
+                    Written::Plain,
+                ),
+            ),
+            Ok(Some(p)) => {
+                let csv = Self::read_csv(root, &p);
+                (Some(p), csv)
+            }
         };
         let annotations = match find_yaml(&dir.join("metadata").join("annotations.yaml")) {
             None => Ok(Map::new()),
-            Some(p) => match load_yaml(&p) {
+            Some(p) => match load_yaml(root, &p) {
                 Ok(Value::Null) => Ok(Map::new()),
                 Ok(Value::Object(m)) => match m.get("annotations") {
                     None | Some(Value::Null) => Ok(Map::new()),
@@ -105,7 +203,7 @@ impl PBundle {
         };
         let rc = dir.join("release-config.yaml");
         let release_config = if rc.is_file() {
-            load_yaml(&rc).map(Some)
+            load_yaml(root, &rc).map(Some)
         } else {
             Ok(None)
         };
@@ -117,6 +215,22 @@ impl PBundle {
             csv,
             annotations,
             release_config,
+            created_at,
+        }
+    }
+
+    /// The CSV's content and how its `createdAt` annotation is written.
+    fn read_csv(root: &Path, p: &Path) -> (Result<Map<String, Value>, String>, Written) {
+        match parse_yaml(root, p) {
+            Ok((text, Some(doc))) => {
+                let written = written_as(&text, &doc, "/metadata/annotations/createdAt");
+                match doc.value {
+                    Value::Object(m) => (Ok(m), written),
+                    _ => (Err(invalid_csv(p)), written),
+                }
+            }
+            Ok((_, None)) => (Err(invalid_csv(p)), Written::Plain),
+            Err(e) => (Err(e), Written::Plain),
         }
     }
 
@@ -183,29 +297,33 @@ impl PBundle {
     }
 }
 
+fn invalid_csv(p: &Path) -> String {
+    format!("Invalid CSV contents ({})", opship_core::paths::show(p))
+}
+
 fn name_of(p: &Path) -> String {
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
 }
 
-fn find_csv(manifests: &Path) -> Option<PathBuf> {
-    let mut names: Vec<PathBuf> = std::fs::read_dir(manifests)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    names.sort();
+/// The CSV of `manifests/`: the first `*.clusterserviceversion.yaml`, else `.yml`; `Err` when
+/// `manifests/` leads out of the operator directory `root`.
+fn find_csv(root: &Path, manifests: &Path) -> Result<Option<PathBuf>, String> {
+    if !manifests.is_dir() {
+        return Ok(None);
+    }
+    let names = list_in_tree(root, manifests)?;
     for suffix in [".clusterserviceversion.yaml", ".clusterserviceversion.yml"] {
         if let Some(p) = names.iter().find(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
                 .is_some_and(|n| n.ends_with(suffix) && n.len() > suffix.len())
         }) {
-            return Some(p.clone());
+            return Ok(Some(p.clone()));
         }
     }
-    None
+    Ok(None)
 }
 
 /// An operator directory with its bundles and configuration.
@@ -225,6 +343,49 @@ pub struct OperatorDir {
     pub repo_config: Value,
     /// The bundles, by directory name.
     pub bundles: Vec<PBundle>,
+    /// The checks' waivers for this operator in the repository's config.yaml (check name →
+    /// why), once looked up.
+    pub waivers: std::sync::OnceLock<BTreeMap<&'static str, String>>,
+    /// What the checks ask of all bundles at once ([`OperatorDir::census`]).
+    census: std::sync::OnceLock<Census>,
+    /// The update graphs, once built ([`OperatorDir::graphs`]).
+    graphs: std::sync::OnceLock<BTreeMap<String, Result<Channel, String>>>,
+}
+
+/// What checks of one bundle ask of all the operator's bundles, computed once per operator
+/// (the lists as the pipeline prints them, each name and the whole list cut to a bounded
+/// length) instead of once per bundle.
+#[derive(Debug)]
+pub struct Census {
+    /// The package annotations that read, and how many bundles have each.
+    pub package_names: BTreeMap<String, usize>,
+    /// `repr()` of the sorted list of `package_names`.
+    pub package_list: String,
+    /// The CSV operator names that read, and how many bundles have each.
+    pub csv_names: BTreeMap<String, usize>,
+    /// `repr()` of the sorted list of `csv_names`.
+    pub csv_list: String,
+    /// Each CSV version with its bundle (the last one, in directory order), or the first
+    /// bundle's CSV name problem.
+    pub versions: Result<BTreeMap<String, usize>, String>,
+    /// `repr()` of the sorted list of `versions`.
+    pub versions_list: String,
+}
+
+/// `repr()` of a list of names, each name and the whole list bounded.
+fn bounded_list<'a>(names: impl Iterator<Item = &'a String>) -> String {
+    let cut: Vec<std::borrow::Cow<'_, str>> =
+        names.map(|n| opship_core::naming::excerpt(n)).collect();
+    crate::rule::bounded(super::py::repr_list(&cut))
+}
+
+/// A channel's update graph, with what a check words about the whole channel, once.
+#[derive(Debug)]
+pub struct Channel {
+    /// The graph.
+    pub graph: ChannelGraph,
+    /// `check_dangling_bundles`' message for the channel, worded on first use.
+    pub dangling: std::sync::OnceLock<Option<String>>,
 }
 
 impl OperatorDir {
@@ -243,11 +404,17 @@ impl OperatorDir {
             .map_or_else(|| root.clone(), Path::to_path_buf);
         let config_path = find_yaml(&root.join("ci.yaml"));
         let config = match &config_path {
-            Some(p) => load_yaml(p),
+            Some(p) => load_yaml(&root, p),
             None => Ok(Value::Object(Map::new())),
         };
+        // The repository's config.yaml only where there is a repository: an operator directory
+        // in `operators/`. Elsewhere two levels up is some unrelated directory.
+        let in_repo = root
+            .parent()
+            .is_some_and(|p| p.file_name().is_some_and(|n| n == "operators"));
         let repo_config = find_yaml(&repo_root.join("config.yaml"))
-            .and_then(|p| load_yaml(&p).ok())
+            .filter(|_| in_repo)
+            .and_then(|p| load_yaml(&repo_root, &p).ok())
             .filter(Value::is_object)
             .unwrap_or_else(|| Value::Object(Map::new()));
         let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)?
@@ -256,7 +423,10 @@ impl OperatorDir {
             .filter(|p| is_bundle(p))
             .collect();
         dirs.sort();
-        let bundles = dirs.into_par_iter().map(PBundle::load).collect();
+        let bundles = dirs
+            .into_par_iter()
+            .map(|d| PBundle::load(&root, d))
+            .collect();
         Ok(OperatorDir {
             name: name_of(&root),
             root,
@@ -265,14 +435,18 @@ impl OperatorDir {
             config_path,
             repo_config,
             bundles,
+            waivers: std::sync::OnceLock::new(),
+            census: std::sync::OnceLock::new(),
+            graphs: std::sync::OnceLock::new(),
         })
     }
 
     /// `ci.yaml` as a mapping (`{}` when absent, empty or unreadable).
-    pub fn ci(&self) -> Map<String, Value> {
+    pub fn ci(&self) -> &Map<String, Value> {
+        static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
         match &self.config {
-            Ok(Value::Object(m)) => m.clone(),
-            _ => Map::new(),
+            Ok(Value::Object(m)) => m,
+            _ => &EMPTY,
         }
     }
 
@@ -286,175 +460,200 @@ impl OperatorDir {
         format!("Operator({})", self.name)
     }
 
-    /// The index of the bundle in a directory.
+    /// The index of the bundle in a directory (the bundles are sorted by directory).
     pub fn index_of(&self, dir: &Path) -> Option<usize> {
-        self.bundles.iter().position(|b| b.dir == dir)
+        self.bundles
+            .binary_search_by(|b| b.dir.as_path().cmp(dir))
+            .ok()
     }
 
-    /// The bundles of a channel, ordered as the pipeline orders bundles: by CSV operator
-    /// name, then by version (SemVer when every version is, else as text).
-    pub fn channel_bundles(&self, channel: &str) -> Result<Vec<usize>, String> {
-        let mut idx: Vec<usize> = (0..self.bundles.len())
-            .filter(|&i| self.bundles[i].channels().contains(channel))
-            .collect();
-        self.sort(&mut idx)?;
-        Ok(idx)
+    /// What the checks ask of all bundles at once, computed on first use.
+    pub fn census(&self) -> &Census {
+        self.census.get_or_init(|| {
+            let mut package_names: BTreeMap<String, usize> = BTreeMap::new();
+            let mut csv_names: BTreeMap<String, usize> = BTreeMap::new();
+            let mut versions: Result<BTreeMap<String, usize>, String> = Ok(BTreeMap::new());
+            for (i, b) in self.bundles.iter().enumerate() {
+                if let Ok(n) = b.metadata_operator_name() {
+                    *package_names.entry(n).or_default() += 1;
+                }
+                if let Ok(n) = b.csv_operator_name() {
+                    *csv_names.entry(n).or_default() += 1;
+                }
+                if let Ok(map) = &mut versions {
+                    match b.csv_operator_version() {
+                        Ok(v) => {
+                            map.insert(v, i);
+                        }
+                        Err(e) => versions = Err(e),
+                    }
+                }
+            }
+            Census {
+                package_list: bounded_list(package_names.keys()),
+                csv_list: bounded_list(csv_names.keys()),
+                versions_list: bounded_list(versions.iter().flat_map(BTreeMap::keys)),
+                package_names,
+                csv_names,
+                versions,
+            }
+        })
     }
 
-    /// Sorts bundle indices in the pipeline's bundle order.
+    /// The update graph of every channel a bundle names (in its channels or as its default
+    /// channel), or why the pipeline cannot build it; built on first use, once per operator.
+    pub fn graphs(&self) -> &BTreeMap<String, Result<Channel, String>> {
+        self.graphs.get_or_init(|| {
+            let mut by_channel: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+            for (i, b) in self.bundles.iter().enumerate() {
+                for c in b.channels() {
+                    by_channel.entry(c).or_default().push(i);
+                }
+                if let Some(d) = b.default_channel() {
+                    by_channel.entry(d).or_default();
+                }
+            }
+            by_channel
+                .into_iter()
+                .map(|(channel, members)| {
+                    let g = self.update_graph(members).map(|graph| Channel {
+                        graph,
+                        dangling: std::sync::OnceLock::new(),
+                    });
+                    (channel, g)
+                })
+                .collect()
+        })
+    }
+
+    /// The update graph of the channel `channel` (empty when no bundle is in it).
+    pub fn graph(&self, channel: &str) -> Result<&Channel, String> {
+        static EMPTY: Channel = Channel {
+            graph: ChannelGraph {
+                members: Vec::new(),
+                unreplaced: Vec::new(),
+                cycle: None,
+            },
+            dangling: std::sync::OnceLock::new(),
+        };
+        match self.graphs().get(channel) {
+            None => Ok(&EMPTY),
+            Some(g) => g.as_ref().map_err(Clone::clone),
+        }
+    }
+
+    /// Sorts bundle indices in the pipeline's bundle order: by CSV operator name, then by
+    /// version (SemVer when every version is, else as text).
     pub fn sort(&self, idx: &mut [usize]) -> Result<(), String> {
         let mut keys = BTreeMap::new();
         for &i in idx.iter() {
-            keys.insert(i, self.bundles[i].csv_full_name()?);
+            let (name, version) = self.bundles[i].csv_full_name()?;
+            let semver = SemVer::parse(&version);
+            keys.insert(i, (name, version, semver));
         }
-        let all_semver = keys.values().all(|(_, v)| SemVer::parse(v).is_some());
+        let all_semver = keys.values().all(|(_, _, s)| s.is_some());
         idx.sort_by(|a, b| {
-            let (na, va) = &keys[a];
-            let (nb, vb) = &keys[b];
-            na.cmp(nb).then_with(|| {
-                if all_semver {
-                    SemVer::parse(va).cmp(&SemVer::parse(vb))
-                } else {
-                    va.cmp(vb)
-                }
-            })
+            let (na, va, sa) = &keys[a];
+            let (nb, vb, sb) = &keys[b];
+            na.cmp(nb)
+                .then_with(|| if all_semver { sa.cmp(sb) } else { va.cmp(vb) })
         });
         Ok(())
     }
 
-    /// The update graph of a channel: each bundle to the bundles that replace it, by
-    /// `updateGraph` of `ci.yaml` (`replaces-mode` by default).
-    pub fn update_graph(&self, channel: &str) -> Result<Graph, String> {
-        let bundles = self.channel_bundles(channel)?;
-        let ci = self.ci();
-        let strategy = ci
+    /// The update graph of a channel of bundles `members`, by `updateGraph` of `ci.yaml`
+    /// (`replaces-mode` by default): each bundle to the bundles that replace it.
+    fn update_graph(&self, mut members: Vec<usize>) -> Result<ChannelGraph, String> {
+        self.sort(&mut members)?;
+        let strategy = self
+            .ci()
             .get("updateGraph")
             .cloned()
             .unwrap_or_else(|| Value::String("replaces-mode".to_owned()));
         match strategy.as_str() {
-            Some("semver-mode") => Ok(bundles.windows(2).map(|w| (w[0], [w[1]].into())).collect()),
-            Some("replaces-mode") => self.replaces_graph(channel, &bundles),
+            Some("semver-mode") => Ok(graph::semver_mode(members)),
+            Some("replaces-mode") => self.replaces_graph(members),
             _ => Err(format!(
                 "{}: unsupported updateGraph value: {}",
                 self.repr(),
-                super::py::str_of(&strategy)
+                opship_core::naming::excerpt(&super::py::str_of(&strategy))
             )),
         }
     }
 
-    fn replaces_graph(&self, channel: &str, bundles: &[usize]) -> Result<Graph, String> {
-        let mut edges = Graph::new();
+    /// The replaces-mode graph: a bundle's `olm.skipRange` replaces every version of the
+    /// channel it covers, its `spec.skips` and `spec.replaces` the versions they name.
+    fn replaces_graph(&self, members: Vec<usize>) -> Result<ChannelGraph, String> {
         let mut by_version: BTreeMap<String, usize> = BTreeMap::new();
-        for &i in bundles {
+        for &i in &members {
             by_version.insert(self.bundles[i].csv_operator_version()?, i);
         }
-        // olm.skipRange first, as the pipeline does.
-        for &i in bundles {
-            let b = &self.bundles[i];
-            let range = b
-                .csv
-                .as_ref()
-                .ok()
-                .and_then(|c| c.get("metadata"))
-                .and_then(|m| m.get("annotations"))
-                .and_then(|a| a.get("olm.skipRange"))
-                .filter(|v| truthy(Some(*v)));
-            let Some(range) = range else { continue };
-            let Some(range) = NpmRange::parse(&super::py::str_of(range)) else {
-                continue;
-            };
-            for (version, &other) in &by_version {
+        let ranges: Vec<Option<NpmRange>> = members
+            .iter()
+            .map(|&i| {
+                let range = self.bundles[i]
+                    .csv
+                    .as_ref()
+                    .ok()
+                    .and_then(|c| c.get("metadata"))
+                    .and_then(|m| m.get("annotations"))
+                    .and_then(|a| a.get("olm.skipRange"))
+                    .filter(|v| truthy(Some(*v)))?;
+                NpmRange::parse(&super::py::str_of(range))
+            })
+            .collect();
+        // A range is checked against every version of the channel, which must all be SemVer
+        // then (skipRanges first, as the pipeline does).
+        let mut versions = Vec::new();
+        if ranges.iter().any(Option::is_some) {
+            for (version, &i) in &by_version {
                 let v = SemVer::parse(version).ok_or_else(|| {
-                    format!("Invalid version string: {}", super::py::repr_str(version))
+                    format!(
+                        "Invalid version string: {}",
+                        opship_core::naming::excerpt(&super::py::repr_str(version))
+                    )
                 })?;
-                if range.contains(&v)
-                    && b.channels().contains(channel)
-                    && self.bundles[other].channels().contains(channel)
-                {
-                    edges.entry(other).or_default().insert(i);
-                }
+                versions.push((v, i));
             }
         }
-        for &i in bundles {
+        let mut nodes = Vec::with_capacity(members.len());
+        for (&i, range) in members.iter().zip(&ranges) {
             let b = &self.bundles[i];
             let spec = b.spec();
-            let mut previous: Vec<Value> = spec
+            let mut previous: Vec<&Value> = spec
                 .and_then(|s| s.get("skips"))
                 .and_then(Value::as_array)
-                .cloned()
+                .map(|a| a.iter().collect())
                 .unwrap_or_default();
-            if let Some(r) = spec.and_then(|s| s.get("replaces")) {
-                previous.push(r.clone());
-            }
+            previous.extend(spec.and_then(|s| s.get("replaces")));
+            let mut replaces = Vec::new();
             for name in previous {
                 if name.is_null() {
                     continue;
                 }
-                let name = super::py::str_of(&name);
+                let name = super::py::str_of(name);
                 let Some((_, version)) = name.split_once('.') else {
                     return Err(format!(
-                        "{} has invalid 'replaces' field: '{name}'",
-                        b.repr()
+                        "{} has invalid 'replaces' field: '{}'",
+                        b.repr(),
+                        opship_core::naming::excerpt(&name)
                     ));
                 };
-                if let Some(&replaced) = by_version.get(version.trim_start_matches('v'))
-                    && b.channels().contains(channel)
-                    && self.bundles[replaced].channels().contains(channel)
-                {
-                    edges.entry(replaced).or_default().insert(i);
-                }
+                replaces.push(version.trim_start_matches('v').to_owned());
             }
+            nodes.push(graph::Node {
+                bundle: i,
+                replaces,
+                range: range.as_ref(),
+            });
         }
-        Ok(edges)
+        Ok(graph::replaces_mode(
+            members,
+            &nodes,
+            &by_version,
+            &versions,
+        ))
     }
-}
-
-/// An update graph: bundle index → indices of the bundles that replace it.
-pub type Graph = BTreeMap<usize, BTreeSet<usize>>;
-
-/// A back edge of the graph, if it has a cycle (depth-first, in bundle order).
-pub fn find_cycle(graph: &Graph) -> Option<(usize, usize)> {
-    #[derive(Clone, Copy, PartialEq)]
-    enum Mark {
-        New,
-        Open,
-        Done,
-    }
-    let mut marks: BTreeMap<usize, Mark> = BTreeMap::new();
-    for &start in graph.keys() {
-        if marks.get(&start).copied().unwrap_or(Mark::New) != Mark::New {
-            continue;
-        }
-        // An explicit stack: a long chain of bundles must not exhaust the thread's stack.
-        let mut stack: Vec<(usize, Vec<usize>)> = vec![(start, next_of(graph, start))];
-        marks.insert(start, Mark::Open);
-        while let Some((node, rest)) = stack.last_mut() {
-            let node = *node;
-            if let Some(n) = rest.pop() {
-                match marks.get(&n).copied().unwrap_or(Mark::New) {
-                    Mark::New => {
-                        marks.insert(n, Mark::Open);
-                        stack.push((n, next_of(graph, n)));
-                    }
-                    Mark::Open => return Some((node, n)),
-                    Mark::Done => {}
-                }
-            } else {
-                marks.insert(node, Mark::Done);
-                stack.pop();
-            }
-        }
-    }
-    None
-}
-
-fn next_of(graph: &Graph, node: usize) -> Vec<usize> {
-    let mut v: Vec<usize> = graph
-        .get(&node)
-        .map(|s| s.iter().copied().collect())
-        .unwrap_or_default();
-    v.reverse();
-    v
 }
 
 /// Python truthiness of a parsed YAML value.

@@ -5,7 +5,15 @@ use std::sync::LazyLock;
 
 use serde_json::{Value, json};
 
-use super::py::{repr, repr_str};
+use opship_core::naming::excerpt;
+
+use super::py::{repr as py_repr, repr_str};
+
+/// `repr()` of a value as a message quotes it: at most [`opship_core::naming::EXCERPT_BYTES`]
+/// of it (a `ci.yaml` that is one long string must not be printed whole).
+fn repr(v: &Value) -> String {
+    excerpt(&py_repr(v)).into_owned()
+}
 
 static CI: LazyLock<Value> = LazyLock::new(|| {
     json!({
@@ -162,7 +170,10 @@ fn validate(schema: &Value, v: &Value, out: &mut Vec<String>) {
                     extras.sort();
                     if !extras.is_empty() {
                         let verb = if extras.len() == 1 { "was" } else { "were" };
-                        let names: Vec<String> = extras.iter().map(|e| repr_str(e)).collect();
+                        let names: Vec<String> = extras
+                            .iter()
+                            .map(|e| excerpt(&repr_str(e)).into_owned())
+                            .collect();
                         out.push(format!(
                             "Additional properties are not allowed ({} {verb} unexpected)",
                             names.join(", ")
@@ -193,7 +204,7 @@ fn validate(schema: &Value, v: &Value, out: &mut Vec<String>) {
             "uniqueItems" => {
                 if arg == &Value::Bool(true)
                     && let Some(a) = v.as_array()
-                    && a.iter().enumerate().any(|(i, x)| a[..i].contains(x))
+                    && has_duplicates(a)
                 {
                     out.push(format!("{} has non-unique elements", repr(v)));
                 }
@@ -201,6 +212,14 @@ fn validate(schema: &Value, v: &Value, out: &mut Vec<String>) {
             _ => {}
         }
     }
+}
+
+/// Whether two items of `a` are equal (as `Value`s: key order aside), in time linear in the
+/// items' size: each item's text with its keys sorted, hashed.
+fn has_duplicates(a: &[Value]) -> bool {
+    let mut seen = std::collections::HashSet::with_capacity(a.len());
+    a.iter()
+        .any(|x| !seen.insert(opship_core::yaml::sorted(x).to_string()))
 }
 
 #[cfg(test)]

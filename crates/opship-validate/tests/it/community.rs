@@ -831,3 +831,392 @@ fn not_selected_not_run_and_not_in_all() {
     let (f, _) = run(&b, &Options::all());
     assert!(f.is_empty(), "--select-optional all leaves community out");
 }
+
+// ------------------------------------------------------------------------------------------
+// Symlinks out of the operator directory, at every depth: never followed, never quoted.
+
+/// What a file outside the operator directory holds: a YAML document that, read in place of
+/// any of the operator's files, would be quoted in a finding.
+const OUTSIDE: &str = "updateGraph: OUTSIDE-SECRET-1\ncatalog_templates: OUTSIDE-SECRET-2\napiVersion: v1\nkind: ClusterServiceVersion\nmetadata:\n  name: OUTSIDE-SECRET-3.v1.0.0\nannotations:\n  operators.operatorframework.io.bundle.package.v1: OUTSIDE-SECRET-4\n  operators.operatorframework.io.bundle.channels.v1: OUTSIDE-SECRET-5\n";
+
+/// Every message, object and skip reason of a `validate operator` run and of a `validate
+/// bundle` run over the bundle directories of the operator. Of a bundle directory that is
+/// itself a symlink only the community checks count: the user named it, and the other suites
+/// read the directory named; the community checks read its operator directory, which it
+/// leads out of.
+fn everything_said(op: &Path) -> String {
+    let mut out = String::new();
+    let mut say = |r: &opship_validate::BundleReport, community_only: bool| {
+        for f in &r.findings {
+            if !community_only || f.rule.suite == Suite::Community {
+                out.push_str(&format!("{} {} {}\n", f.rule.id, f.object, f.message));
+            }
+        }
+        for s in &r.skipped {
+            out.push_str(&format!("skipped {} {}\n", s.check, s.reason));
+        }
+    };
+    for r in community::validate_operator(op, &community_opts()).unwrap() {
+        say(&r.unwrap(), false);
+    }
+    let mut dirs: Vec<PathBuf> = fs::read_dir(op)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("metadata").is_dir())
+        .collect();
+    dirs.sort();
+    for (d, r) in dirs
+        .iter()
+        .zip(opship_validate::validate_dirs(&dirs, &community_opts()))
+    {
+        say(&r.unwrap(), d.is_symlink());
+    }
+    out
+}
+
+#[cfg(unix)]
+#[test]
+fn symlinks_out_of_the_operator_directory_are_not_followed() {
+    use std::os::unix::fs::symlink;
+    type Link = fn(&Path, &Path, &Path);
+    // (what is a link, how it is made: operator directory, the outside file, an outside
+    // bundle directory whose every file is the outside text)
+    let cases: [(&str, Link); 8] = [
+        ("ci.yaml", |op, file, _| {
+            fs::remove_file(op.join("ci.yaml")).unwrap();
+            symlink(file, op.join("ci.yaml")).unwrap();
+        }),
+        ("release-config.yaml", |op, file, _| {
+            symlink(file, op.join("1.1.0/release-config.yaml")).unwrap();
+        }),
+        ("the CSV", |op, file, _| {
+            let csv = op.join("1.1.0/manifests/foo.clusterserviceversion.yaml");
+            fs::remove_file(&csv).unwrap();
+            symlink(file, csv).unwrap();
+        }),
+        ("annotations.yaml", |op, file, _| {
+            let a = op.join("1.1.0/metadata/annotations.yaml");
+            fs::remove_file(&a).unwrap();
+            symlink(file, a).unwrap();
+        }),
+        ("a manifest", |op, file, _| {
+            symlink(file, op.join("1.1.0/manifests/extra.yaml")).unwrap();
+        }),
+        ("manifests/", |op, _, bundle| {
+            fs::remove_dir_all(op.join("1.1.0/manifests")).unwrap();
+            symlink(bundle.join("manifests"), op.join("1.1.0/manifests")).unwrap();
+        }),
+        ("metadata/", |op, _, bundle| {
+            fs::remove_dir_all(op.join("1.1.0/metadata")).unwrap();
+            symlink(bundle.join("metadata"), op.join("1.1.0/metadata")).unwrap();
+        }),
+        ("a bundle directory", |op, _, bundle| {
+            symlink(bundle, op.join("2.0.0")).unwrap();
+        }),
+    ];
+    for (what, link) in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("secret.yaml");
+        fs::write(&file, OUTSIDE).unwrap();
+        let bundle = tmp.path().join("elsewhere/2.0.0");
+        for f in [
+            "manifests/foo.clusterserviceversion.yaml",
+            "metadata/annotations.yaml",
+            "release-config.yaml",
+        ] {
+            fs::create_dir_all(bundle.join(f).parent().unwrap()).unwrap();
+            fs::write(bundle.join(f), OUTSIDE).unwrap();
+        }
+        let repo = Repo::new(None);
+        repo.ci("foo", CI);
+        repo.bundle("foo", B::default());
+        repo.bundle(
+            "foo",
+            B {
+                version: "1.1.0",
+                replaces: Some("foo.v1.0.0"),
+                ..B::default()
+            },
+        );
+        let op = repo.op("foo");
+        link(&op, &file, &bundle);
+        let said = everything_said(&op);
+        assert!(!said.contains("OUTSIDE-SECRET"), "{what}:\n{said}");
+        assert!(said.contains("leads out of"), "{what}:\n{said}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn symlinks_inside_the_operator_directory_are_followed() {
+    let repo = Repo::new(None);
+    repo.ci("foo", "updateGraph: not-a-mode\n");
+    let op = repo.op("foo");
+    fs::rename(op.join("ci.yaml"), op.join("ci-real.yaml")).unwrap();
+    std::os::unix::fs::symlink("ci-real.yaml", op.join("ci.yaml")).unwrap();
+    let b = repo.bundle("foo", B::default());
+    let (f, _) = run(&b, &community_opts());
+    assert_eq!(
+        of(&f, "check_schema_operator_ci_config")[0].2,
+        "Operator's 'ci.yaml' contains invalid data which does not comply with the schema: 'not-a-mode' is not one of ['replaces-mode', 'semver-mode']"
+    );
+}
+
+/// A value of a file in the tree is quoted at most `EXCERPT_BYTES` (200) bytes long, also
+/// when it has spaces (which the general cut of long findings keeps whole up to 4 KiB).
+#[test]
+fn long_values_are_quoted_as_an_excerpt() {
+    let long = "some words of a token ".repeat(30); // 660 bytes
+    let long = long.trim_end();
+    let repo = Repo::new(None);
+    repo.ci(
+        "foo",
+        &format!("updateGraph: {long}\nreviewers: b {long}\n"),
+    );
+    let b = repo.bundle(
+        "foo",
+        B {
+            release_config: Some(&format!("catalog_templates: c {long}\n")),
+            ..B::default()
+        },
+    );
+    let (f, _) = run(&b, &community_opts());
+    let mut quoted = 0;
+    for (check, _, m) in &f {
+        if m.contains("some words") {
+            assert!(m.len() < 450, "{check}: {} bytes: {m}", m.len());
+            assert!(m.contains(" bytes)"), "{m}");
+            quoted += 1;
+        }
+    }
+    assert!(quoted >= 3, "{f:?}");
+}
+
+// ------------------------------------------------------------------------------------------
+// createdAt as the pipeline reads it: PyYAML makes a plain timestamp-like scalar a datetime
+// (one-digit month, day and hour allowed), a quoted one stays a string for dateutil's strict
+// `isoparse`.
+
+/// Whether the pipeline's `check_required_fields` accepts `createdAt` written as `yaml` (the
+/// text after `createdAt:` in the CSV's annotations, with `{}` lines inserted before it).
+/// Every verdict below was checked with PyYAML 6.0.3 and python-dateutil 2.9.0.post0, the
+/// pipeline's versions: `yaml.safe_load` of the CSV, then `validate_timestamp`.
+#[test]
+fn created_at_is_judged_as_pyyaml_and_dateutil_read_it() {
+    let cases: &[(&str, bool)] = &[
+        // The two spellings, and their plain forms.
+        ("\"2023-9-26T00:00:00Z\"", false),
+        ("'2023-9-26T00:00:00Z'", false),
+        ("2023-9-26T00:00:00Z", true),
+        ("\"2023-06-07T8:55:00Z\"", false),
+        ("'2023-06-07T8:55:00Z'", false),
+        ("2023-06-07T8:55:00Z", true),
+        ("\"2024-1-5\"", false),
+        ("2024-1-5", false),
+        ("\"2024-01-05\"", true),
+        ("2024-01-05", true),
+        // Separators, case, fractions, zones.
+        ("\"2023-06-07t08:55:00z\"", true),
+        ("2023-06-07t08:55:00Z", true),
+        ("\"2023-06-07 08:55:00\"", true),
+        ("\"2023-06-07  08:55:00\"", false),
+        ("\"2023-06-07T08:55:00.123456789Z\"", true),
+        ("\"2023-06-07T08:55:00,5Z\"", true),
+        ("\"2023-06-07T08:55:00.Z\"", false),
+        ("2023-06-07T08:55:00.Z", true),
+        ("\"2023-06-07T08:55:00 +05:30\"", false),
+        ("2023-06-07T08:55:00 +05:30", true),
+        ("\"2023-06-07 8:55:00 -5\"", false),
+        ("2023-06-07 8:55:00 -5", true),
+        ("\"2023-06-07T08:55:00+0530\"", true),
+        ("\"2023-06-07T08:55:00+5\"", false),
+        ("2023-06-07T08:55:00+5", true),
+        // dateutil's other forms and its leniencies.
+        ("\"20230607T085500Z\"", true),
+        ("\"2023-W05-3\"", true),
+        ("\"2023-366\"", false),
+        ("\"2024-366\"", true),
+        ("\"2023-06-07T 8:55:00Z\"", true),
+        ("\"2023-06-07T24:00:00\"", true),
+        // Block scalars, tags, anchors and aliases, flow mappings, comments.
+        ("|-\n      2023-06-07T08:55:00Z", true),
+        (">-\n      2023-9-26T00:00:00Z", false),
+        ("!!str 2023-9-26T00:00:00Z", false),
+        ("&d 2023-9-26T00:00:00Z", true),
+        (
+            "{}    other: &d 2023-9-26T00:00:00Z\n    createdAt: *d",
+            true,
+        ),
+        (
+            "{}    other: &d \"2023-9-26T00:00:00Z\"\n    createdAt: *d",
+            false,
+        ),
+        ("2023-9-26T00:00:00Z # made by hand", true),
+        ("2023-06-07\n      08:55:00", true),
+    ];
+    let repo = Repo::new(None);
+    repo.ci("foo", CI);
+    let b = repo.bundle("foo", B::default());
+    let csv_path = b.join("manifests/foo.clusterserviceversion.yaml");
+    let csv = fs::read_to_string(&csv_path).unwrap();
+    let line = "    createdAt: \"2024-05-01T10:00:00Z\"\n";
+    assert!(csv.contains(line));
+    let mut wrong = Vec::new();
+    for (yaml, passes) in cases {
+        let written = match yaml.strip_prefix("{}") {
+            Some(lines) => format!("{lines}\n"),
+            None => format!("    createdAt: {yaml}\n"),
+        };
+        fs::write(&csv_path, csv.replace(line, &written)).unwrap();
+        let (f, _) = run(&b, &community_opts());
+        let warned = of(&f, "check_required_fields")
+            .iter()
+            .any(|x| x.2 == "CSV contains an invalid value for metadata.annotations.createdAt");
+        if warned == *passes {
+            wrong.push(format!("{yaml}: pipeline passes={passes}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+// ------------------------------------------------------------------------------------------
+// Long operators: the graph checks are exact on thousands of versions (their time is measured
+// in BENCHMARKS.md, with scripts/synthetic-community-operator; no test asserts timing).
+
+/// An operator of `n` versions `0.I.J` in one channel, each replacing the previous one and,
+/// with `skip_ranges`, skipping every earlier version through its olm.skipRange.
+fn long_operator(n: usize, skip_ranges: bool) -> (Repo, Vec<String>) {
+    let repo = Repo::new(None);
+    repo.ci("foo", CI);
+    let versions: Vec<String> = (0..n)
+        .map(|i| format!("0.{}.{}", i / 100, i % 100))
+        .collect();
+    for (i, v) in versions.iter().enumerate() {
+        let replaces = (i > 0).then(|| format!("foo.v{}", versions[i - 1]));
+        let range = (skip_ranges && i > 0).then(|| format!(">=0.0.0 <{v}"));
+        repo.bundle(
+            "foo",
+            B {
+                version: v,
+                replaces: replaces.as_deref(),
+                skip_range: range.as_deref(),
+                ..B::default()
+            },
+        );
+    }
+    (repo, versions)
+}
+
+fn set_replaces(repo: &Repo, version: &str, replaces: &str) {
+    let csv = repo
+        .op("foo")
+        .join(version)
+        .join("manifests/foo.clusterserviceversion.yaml");
+    let text = fs::read_to_string(&csv).unwrap();
+    let text = match text.find("  replaces: ") {
+        Some(at) => {
+            let end = at + text[at..].find('\n').unwrap();
+            format!("{}  replaces: \"{replaces}\"{}", &text[..at], &text[end..])
+        }
+        None => text.replace("spec:\n", &format!("spec:\n  replaces: \"{replaces}\"\n")),
+    };
+    fs::write(csv, text).unwrap();
+}
+
+#[test]
+fn graph_checks_on_two_thousand_versions() {
+    let (repo, versions) = long_operator(2000, true);
+    let last = repo.op("foo").join(&versions[1999]);
+    let (f, _) = run(&last, &community_opts());
+    for check in [
+        "check_dangling_bundles",
+        "check_upgrade_graph_loop",
+        "check_replaces_availability",
+    ] {
+        assert!(of(&f, check).is_empty(), "{check}: {:?}", of(&f, check));
+    }
+    // The first version replaces the last: every version is on a loop.
+    set_replaces(&repo, &versions[0], &format!("foo.v{}", versions[1999]));
+    let (f, _) = run(&last, &community_opts());
+    let loops = of(&f, "check_upgrade_graph_loop");
+    assert_eq!(loops.len(), 1, "{loops:?}");
+    assert!(
+        loops[0]
+            .2
+            .starts_with("Upgrade graph loop detected: Bundle(foo/0."),
+        "{loops:?}"
+    );
+
+    // Without skipRanges a chain broken in the middle leaves one bundle dangling, told by
+    // every bundle of the channel.
+    let (repo, versions) = long_operator(2000, false);
+    set_replaces(&repo, &versions[1000], "foo.v9.9.9");
+    for v in [&versions[0], &versions[1000], &versions[1999]] {
+        let (f, _) = run(&repo.op("foo").join(v), &community_opts());
+        assert_eq!(
+            of(&f, "check_dangling_bundles")
+                .iter()
+                .map(|x| x.2.as_str())
+                .collect::<Vec<_>>(),
+            [format!(
+                "Channel stable has dangling bundles: {{Bundle(foo/{})}}",
+                versions[999]
+            )],
+            "{v}"
+        );
+    }
+    // The replaced version does not exist: the list of the 2,000 versions is cut.
+    let (f, _) = run(&repo.op("foo").join(&versions[1000]), &community_opts());
+    let missing = of(&f, "check_replaces_availability");
+    assert_eq!(missing.len(), 1);
+    let m = &missing[0].2;
+    assert!(
+        m.starts_with(&format!(
+            "Bundle(foo/{}) attempts to replace version '9.9.9' which does not exist in the submitted PR branch. Available versions: ['0.0.0', '0.0.1', ",
+            versions[1000]
+        )) && m.len() < 4200
+            && m.ends_with("before each submission to include all previously merged versions."),
+        "{} bytes: {m}",
+        m.len()
+    );
+}
+
+#[test]
+fn a_release_config_of_many_templates() {
+    let mut rc = String::from("catalog_templates:\n");
+    for i in 0..20_000 {
+        rc.push_str(&format!(
+            "- template_name: basic.yaml\n  channels: [c{i}]\n"
+        ));
+    }
+    // One duplicate, at the end.
+    rc.push_str("- template_name: basic.yaml\n  channels: [c0]\n");
+    let repo = Repo::new(None);
+    repo.ci(
+        "foo",
+        "reviewers: [a]\nfbc:\n  enabled: true\n  catalog_mapping:\n  - template_name: basic.yaml\n    type: olm.template.basic\n    catalog_names: [v4.19]\n",
+    );
+    let b = repo.bundle(
+        "foo",
+        B {
+            release_config: Some(&rc),
+            ..B::default()
+        },
+    );
+    let (f, _) = run(&b, &community_opts());
+    assert!(of(&f, "check_bundle_release_config").is_empty(), "{f:?}");
+    let schema = of(&f, "check_validate_schema_bundle_release_config");
+    assert_eq!(schema.len(), 1);
+    assert!(
+        schema[0].2.starts_with(
+            "Bundle's 'release-config.yaml' contains invalid data which does not comply with the schema: [{'template_name': 'basic.yaml', 'channels': ['c0']}, "
+        ) && schema[0].2.len() < 500,
+        "{}",
+        schema[0].2
+    );
+    assert!(
+        schema[0].2.ends_with(" bytes) has non-unique elements"),
+        "{}",
+        schema[0].2
+    );
+}
