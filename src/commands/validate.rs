@@ -91,8 +91,9 @@ fn operator(args: &ValidateOperatorArgs) -> Result<ExitStatus, CmdError> {
 }
 
 fn upgrade(args: &ValidateUpgradeArgs) -> Result<ExitStatus, CmdError> {
-    // A registry reference is pulled (verified) into a temporary layout first.
-    let tmp = tempfile::tempdir()?;
+    // A registry reference is pulled (verified) into a temporary layout first; registered, so
+    // a signal removes it with what was pulled into it.
+    let tmp = opship_core::fsutil::temp_dir(".opship-pull-")?;
     let load = |arg: &Path, i: usize| -> Result<_, CmdError> {
         Ok(match registry_reference(arg) {
             Some(r) => {
