@@ -109,6 +109,14 @@ pub(crate) fn release(
                 dirs.push(p.to_path_buf());
             }
         }
+        // `catalog add` writes its temporary copy in the package's directory; every catalog
+        // reader refuses one (opm would serve it), so a killed run's is removed before the
+        // catalog is read to see whether this release is already in it.
+        dirs.extend(
+            plan.catalogs
+                .iter()
+                .map(|c| c.dir.join(&plan.project.config.package)),
+        );
         for d in &dirs {
             opship_core::fsutil::sweep_once(d);
         }
