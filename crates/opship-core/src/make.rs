@@ -502,16 +502,7 @@ fn variable_origins(db: &str, dir: &Path, target: Option<&str>) -> BTreeMap<Stri
     let mut origin: Option<Origin> = None;
     let mut lines = db.lines();
     while let Some(l) = lines.next() {
-        if let Some(s) = [
-            "# Variables",
-            "# Pattern-specific",
-            "# Directories",
-            "# Files",
-            "# VPATH",
-        ]
-        .into_iter()
-        .find(|s| l.starts_with(s))
-        {
+        if let Some(s) = db_section(l) {
             section = s;
             origin = None;
             continue;
@@ -857,18 +848,7 @@ fn read_shells(
     let mut section = "";
     let mut pattern: Option<&str> = None;
     for l in db.lines() {
-        if let Some(h) = [
-            "# Variables",
-            "# Pattern-specific",
-            "# Directories",
-            "# Implicit Rules",
-            "# Files",
-            "# VPATH",
-            "# finished",
-        ]
-        .into_iter()
-        .find(|h| l.starts_with(h))
-        {
+        if let Some(h) = db_section(l) {
             section = h;
             pattern = None;
             continue;
@@ -1262,6 +1242,22 @@ fn rel(dir: &Path, file: &str) -> String {
     p.strip_prefix(dir)
         .map(|r| crate::paths::show(r).to_string())
         .unwrap_or_else(|_| file.to_owned())
+}
+
+/// The section of make's database (`make -p`) that the header line `l` opens, if it is one;
+/// the one list both readers of the database use.
+fn db_section(l: &str) -> Option<&'static str> {
+    [
+        "# Variables",
+        "# Pattern-specific",
+        "# Directories",
+        "# Implicit Rules",
+        "# Files",
+        "# VPATH",
+        "# finished",
+    ]
+    .into_iter()
+    .find(|h| l.starts_with(h))
 }
 
 #[cfg(test)]
